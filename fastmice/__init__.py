@@ -1,0 +1,48 @@
+"""fastmice: fast multi-view clustering via ensembles (FastMICE).
+
+The estimator :class:`FastMICE` is the composition of small, pure step functions that a
+pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_graph`,
+:func:`cluster_group` and :func:`consensus_partition`.
+"""
+
+from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
+from fastmice._estimator import FastMICE, fast_mice
+from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._specs import ViewGroupSpec, draw_view_groups
+from fastmice._tcut import BipartitePartition, partition_bipartite_graph
+from fastmice._validation import check_views, resolve_seed
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # `datasets` (file loaders) and `metrics` load on first use: `import fastmice` stays light.
+    if name in ("datasets", "metrics"):
+        import importlib
+
+        return importlib.import_module(f"fastmice.{name}")
+    raise AttributeError(f"module 'fastmice' has no attribute {name!r}")
+
+# Bumped whenever a change alters the numbers any step computes; part of every artifact key.
+CODE_VERSION = "1"
+
+__all__ = [
+    "CODE_VERSION",
+    "BipartitePartition",
+    "ConsensusPartition",
+    "FastMICE",
+    "GroupAnchors",
+    "ViewGroupSpec",
+    "__version__",
+    "build_group_graph",
+    "check_views",
+    "cluster_group",
+    "consensus_partition",
+    "datasets",
+    "draw_view_groups",
+    "fast_mice",
+    "metrics",
+    "partition_bipartite_graph",
+    "resolve_seed",
+    "transform_group_graph",
+]

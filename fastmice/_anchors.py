@@ -1,0 +1,160 @@
+"""Anchors by hybrid representative selection and the approximate K-nearest-anchor search.
+
+SPEC sections 2.1 and 2.2. Kernels here assume validated input: ``X`` is one member view
+already restricted to its sampled features, a float ndarray or CSR matrix, rows unit-normalised
+when the metric is cosine (zero rows stay zero, i.e. similarity 0 to everything).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastmice._kmeans import litekmeans
+
+__all__ = ["AnchorIndex", "fit_anchor_index", "search_nearest_anchors"]
+
+# Rows per block when a samples-by-centres distance matrix is formed.
+_BLOCK_ROWS = 16384
+
+
+def _sq_norms(X) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None) -> np.ndarray:
+    """Distances between the rows of X and Y: Euclidean (not squared) or 1 - cos, clipped at 0."""
+    products = np.asarray(X @ Y.T)
+    if cosine:
+        np.subtract(1, products, out=products)
+    else:
+        if x_sq is None:
+            x_sq = _sq_norms(X)
+        products *= -2
+        products += x_sq[:, None]
+        products += np.einsum("ij,ij->i", Y, Y)[None, :]
+    np.maximum(products, 0, out=products)
+    if not cosine:
+        np.sqrt(products, out=products)
+    return products
+
+
+def normalize_rows(X):
+    """Unit-L2 rows (zero rows stay zero), dense or CSR."""
+    norms = np.sqrt(_sq_norms(X))
+    scale = 1.0 / np.where(norms > 0, norms, 1.0)
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(scale.astype(X.dtype)) @ X)
+    return X * scale[:, None].astype(X.dtype, copy=False)
+
+
+@dataclass
+class AnchorIndex:
+    """The anchors of one member view and what the approximate search over them needs.
+
+    Attributes
+    ----------
+    anchors : ndarray of shape (n_anchors, n_features)
+    rep_centers : ndarray of shape (n_rep_clusters, n_features)
+        Centres of the floor(sqrt(n_anchors)) clusters of anchors.
+    rep_labels : ndarray of shape (n_anchors,)
+        Rep-cluster of each anchor.
+    neighborhoods : ndarray of shape (n_anchors, n_candidates)
+        Each anchor's nearest anchors (itself first, normally): the candidates searched for a
+        sample whose nearest anchor it is.
+    cosine : bool
+    """
+
+    anchors: np.ndarray
+    rep_centers: np.ndarray
+    rep_labels: np.ndarray
+    neighborhoods: np.ndarray
+    cosine: bool
+
+
+def fit_anchor_index(X, n_anchors: int, n_neighbors: int, cosine: bool,
+                     rng: np.random.Generator) -> AnchorIndex:
+    """Select anchors by hybrid selection and prepare the coarse-to-fine search.
+
+    ``10 * n_anchors`` random candidate rows (at most all rows), k-means with 5 iterations
+    to ``n_anchors`` centres; then ``floor(sqrt(n_anchors))`` rep-clusters of the anchors, and
+    each anchor's ``10 * n_neighbors + 1`` nearest anchors (capped at ``n_anchors``, a
+    deliberate deviation: the official code crashes there on tiny data).
+    """
+    n_samples = X.shape[0]
+    n_anchors = min(n_anchors, n_samples)
+    n_candidates = min(10 * n_anchors, n_samples)
+    candidates = np.sort(rng.choice(n_samples, n_candidates, replace=False))
+    metric = "cosine" if cosine else "sqeuclidean"
+    _, anchors = litekmeans(X[candidates], n_anchors, metric=metric, max_iter=5, rng=rng)
+    n_rep = max(1, math.isqrt(n_anchors))
+    rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5, rng=rng)
+    neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
+    anchor_distances = _distances(anchors, anchors, cosine)
+    neighborhoods = np.argsort(anchor_distances, axis=1, kind="stable")[:, :neighborhood_size]
+    return AnchorIndex(anchors, rep_centers, rep_labels.astype(np.int64),
+                       neighborhoods.astype(np.int64), cosine)
+
+
+def _nearest_anchor(X, index: AnchorIndex, x_sq: np.ndarray | None) -> np.ndarray:
+    """Each row's nearest anchor, searched only inside its nearest rep-cluster."""
+    n_samples = X.shape[0]
+    nearest_rep = np.empty(n_samples, dtype=np.int64)
+    for start in range(0, n_samples, _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
+        block_sq = None if x_sq is None else x_sq[rows]
+        nearest_rep[rows] = np.argmin(
+            _distances(X[rows], index.rep_centers, index.cosine, block_sq), axis=1)
+    nearest = np.empty(n_samples, dtype=np.int64)
+    order = np.argsort(nearest_rep, kind="stable")
+    bounds = np.searchsorted(nearest_rep[order], np.arange(len(index.rep_centers) + 1))
+    for rep in range(len(index.rep_centers)):
+        rows = order[bounds[rep]:bounds[rep + 1]]
+        if rows.size == 0:
+            continue
+        members = np.flatnonzero(index.rep_labels == rep)
+        block_sq = None if x_sq is None else x_sq[rows]
+        dist = _distances(X[rows], index.anchors[members], index.cosine, block_sq)
+        nearest[rows] = members[np.argmin(dist, axis=1)]
+    return nearest
+
+
+def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Approximate nearest anchors of every row of ``X``.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+    index : AnchorIndex
+    n_neighbors : int
+
+    Returns
+    -------
+    indices : ndarray of shape (n_samples, n_neighbors)
+        Anchor indices, nearest first, distinct within a row.
+    distances : ndarray of shape (n_samples, n_neighbors)
+        Euclidean distances (not squared), or 1 - cos.
+    """
+    n_samples = X.shape[0]
+    n_neighbors = min(n_neighbors, index.neighborhoods.shape[1])
+    x_sq = None if index.cosine else _sq_norms(X)
+    nearest = _nearest_anchor(X, index, x_sq)
+    indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
+    distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
+    order = np.argsort(nearest, kind="stable")
+    bounds = np.searchsorted(nearest[order], np.arange(len(index.anchors) + 1))
+    for anchor in np.flatnonzero(np.diff(bounds)):
+        rows = order[bounds[anchor]:bounds[anchor + 1]]
+        candidates = index.neighborhoods[anchor]
+        block_sq = None if x_sq is None else x_sq[rows]
+        dist = _distances(X[rows], index.anchors[candidates], index.cosine, block_sq)
+        best = np.argsort(dist, axis=1, kind="stable")[:, :n_neighbors]
+        indices[rows] = candidates[best]
+        distances[rows] = np.take_along_axis(dist, best, axis=1)
+    return indices, distances
