@@ -5,12 +5,11 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
+from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition

@@ -86,10 +86,7 @@ def _member_view(Xs: Sequence, spec: ViewGroupSpec, member: int):
 
 def _weights(distances: np.ndarray, sigma: float, cosine: bool) -> np.ndarray:
     """Edge weights: Gaussian kernel or cosine similarity, L2-normalised rows, zeros -> eps."""
-    if cosine:
-        weights = 1.0 - distances
-    else:
-        weights = np.exp(-(distances ** 2) / (2 * sigma ** 2))
+    weights = 1.0 - distances if cosine else np.exp(-(distances**2) / (2 * sigma**2))
     weights /= np.sqrt(np.einsum("ij,ij->i", weights, weights))[:, None] + _EPS
     weights[weights == 0] = _EPS
     return weights

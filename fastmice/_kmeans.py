@@ -41,7 +41,8 @@ def _update_centers(X, labels: np.ndarray, n_clusters: int, cosine: bool) -> np.
     return centers
 
 
-def _assign(X, centers: np.ndarray, center_sq: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _assign(X, centers: np.ndarray,
+            center_sq: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Nearest centre per row; returns (labels, val) as in litekmeans (val = |c|^2 - 2x.c or x.c)."""
     products = np.asarray(X @ centers.T)
     if center_sq is None:  # cosine: the largest dot product

@@ -96,7 +96,7 @@ def check_views(Xs, *, n_views: int | None = None,
     Xs : list of ndarray or csr_matrix
         float32 views stay float32, other numeric views become float64; sparse views CSR.
     """
-    if sp.issparse(Xs) or isinstance(Xs, np.ndarray) and Xs.ndim == 2:
+    if sp.issparse(Xs) or (isinstance(Xs, np.ndarray) and Xs.ndim == 2):
         Xs = [Xs]
     if isinstance(Xs, np.ndarray | str | bytes) or not isinstance(Xs, Sequence):
         raise TypeError(f"Xs must be a list of views (arrays or sparse matrices); got "

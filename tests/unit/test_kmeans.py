@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from fastmice._kmeans import litekmeans
+
+
+def test_two_obvious_clusters_hand_checked():
+    # Whichever two rows start as centres, Lloyd's rounds end at {0, 1} and {10, 11}.
+    X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    for seed in range(10):
+        labels, centers = litekmeans(X, 2, rng=np.random.default_rng(seed))
+        assert labels[0] == labels[1] != labels[2] == labels[3]
+        np.testing.assert_allclose(np.sort(centers[:, 0]), [0.5, 10.5])
+
+
+def test_empty_cluster_repair_uses_every_label():
+    # Three identical points and k=3: the initial centres coincide, so the assignment puts
+    # every point in cluster 0 and the repair must hand points to the missing clusters.
+    X = np.ones((3, 2))
+    labels, _ = litekmeans(X, 3, rng=np.random.default_rng(0))
+    assert sorted(labels) == [0, 1, 2]
+
+
+def test_cosine_assigns_by_direction_and_normalises_centres():
+    X = np.array([[1.0, 0.0], [5.0, 0.1], [0.0, 1.0], [0.1, 7.0]])
+    labels, centers = litekmeans(X, 2, metric="cosine", rng=np.random.default_rng(1))
+    assert labels[0] == labels[1] != labels[2] == labels[3]
+    np.testing.assert_allclose(np.linalg.norm(centers, axis=1), 1.0)
+
+
+def test_replicates_keep_the_smallest_sum_of_distances():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.1, size=(30, 2)) for c in ((0, 0), (5, 0), (0, 5), (5, 5))])
+
+    def cost(labels, centers):
+        return np.linalg.norm(X - centers[labels], axis=1).sum()
+
+    single = [cost(*litekmeans(X, 4, max_iter=2, rng=np.random.default_rng(s)))
+              for s in range(5)]
+    best = cost(*litekmeans(X, 4, max_iter=2, n_init=5, rng=np.random.default_rng(0)))
+    assert best <= min(single) + 1e-9
+
+
+def test_sparse_and_dense_agree():
+    rng = np.random.default_rng(3)
+    X = rng.random((60, 10)) * (rng.random((60, 10)) < 0.3)
+    dense = litekmeans(X, 4, rng=np.random.default_rng(5))
+    sparse = litekmeans(sp.csr_matrix(X), 4, rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(dense[0], sparse[0])
+    np.testing.assert_allclose(dense[1], sparse[1])
+
+
+def test_fewer_samples_than_clusters_is_an_error():
+    with pytest.raises(ValueError, match="n_samples=2 must be >= n_clusters=3"):
+        litekmeans(np.zeros((2, 2)), 3, rng=np.random.default_rng(0))
