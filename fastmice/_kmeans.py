@@ -43,7 +43,7 @@ def _update_centers(X, labels: np.ndarray, n_clusters: int, cosine: bool) -> np.
 
 def _assign(X, centers: np.ndarray,
             center_sq: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest centre per row; returns (labels, val) as in litekmeans (val = |c|^2 - 2x.c or x.c)."""
+    """Nearest centre per row, and litekmeans' val (|c|^2 - 2x.c, or x.c for cosine)."""
     products = np.asarray(X @ centers.T)
     if center_sq is None:  # cosine: the largest dot product
         labels = np.argmax(products, axis=1)

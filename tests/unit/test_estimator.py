@@ -91,7 +91,7 @@ def test_predict_agrees_with_training_labels_and_places_new_samples(make_blobs):
 
 
 def test_fast_mice_function(small_views):
-    Xs, y = small_views
+    Xs, _y = small_views
     np.testing.assert_array_equal(fast_mice(Xs, 3, random_state=1, **SMALL),
                                   FastMICE(3, random_state=1, **SMALL).fit(Xs).labels_)
 
@@ -150,7 +150,7 @@ def test_predict_checks_the_views_against_the_fit(small_views):
      "cosine_zero_rows", "int_dtype"],
 )
 def test_degenerate_but_valid_input(case, make_blobs):
-    Xs, y = make_blobs(n_samples=20, n_clusters=2, dims=(3, 4))
+    Xs, _y = make_blobs(n_samples=20, n_clusters=2, dims=(3, 4))
     k, metric = 2, "euclidean"
     if case == "single_view":
         Xs = Xs[:1]
