@@ -1,8 +1,10 @@
 """Anchors by hybrid representative selection and the approximate K-nearest-anchor search.
 
 SPEC sections 2.1 and 2.2. Kernels here assume validated input: ``X`` is one member view
-already restricted to its sampled features, a float ndarray or CSR matrix, rows unit-normalised
-when the metric is cosine (zero rows stay zero, i.e. similarity 0 to everything).
+already restricted to its sampled features, a float ndarray or CSR matrix. Under the cosine
+metric, k-means runs on the raw rows (as the official code does) and distances are 1 - cos
+with rows unit-normalised; an all-zero row has similarity 0 to everything (the official code
+turns it into NaN distances).
 """
 
 from __future__ import annotations
@@ -101,6 +103,20 @@ def fit_anchor_index(X, n_anchors: int, n_neighbors: int, cosine: bool,
                        neighborhoods.astype(np.int64), cosine)
 
 
+def _grouped_blocks(X, groups: np.ndarray, n_groups: int, x_sq: np.ndarray | None):
+    """Yield (group, rows, X rows, their squared norms) for each non-empty group.
+
+    Rows are sorted by group once, so each block is a cheap contiguous slice.
+    """
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
+    X_sorted = X[order]
+    sq_sorted = None if x_sq is None else x_sq[order]
+    for group in np.flatnonzero(np.diff(bounds)):
+        block = slice(bounds[group], bounds[group + 1])
+        yield group, order[block], X_sorted[block], None if sq_sorted is None else sq_sorted[block]
+
+
 def _nearest_anchor(X, index: AnchorIndex, x_sq: np.ndarray | None) -> np.ndarray:
     """Each row's nearest anchor, searched only inside its nearest rep-cluster."""
     n_samples = X.shape[0]
@@ -111,15 +127,10 @@ def _nearest_anchor(X, index: AnchorIndex, x_sq: np.ndarray | None) -> np.ndarra
         nearest_rep[rows] = np.argmin(
             _distances(X[rows], index.rep_centers, index.cosine, block_sq), axis=1)
     nearest = np.empty(n_samples, dtype=np.int64)
-    order = np.argsort(nearest_rep, kind="stable")
-    bounds = np.searchsorted(nearest_rep[order], np.arange(len(index.rep_centers) + 1))
-    for rep in range(len(index.rep_centers)):
-        rows = order[bounds[rep]:bounds[rep + 1]]
-        if rows.size == 0:
-            continue
+    for rep, rows, X_block, block_sq in _grouped_blocks(X, nearest_rep, len(index.rep_centers),
+                                                        x_sq):
         members = np.flatnonzero(index.rep_labels == rep)
-        block_sq = None if x_sq is None else x_sq[rows]
-        dist = _distances(X[rows], index.anchors[members], index.cosine, block_sq)
+        dist = _distances(X_block, index.anchors[members], index.cosine, block_sq)
         nearest[rows] = members[np.argmin(dist, axis=1)]
     return nearest
 
@@ -143,17 +154,15 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
     """
     n_samples = X.shape[0]
     n_neighbors = min(n_neighbors, index.neighborhoods.shape[1])
+    if index.cosine:
+        X = normalize_rows(X)
     x_sq = None if index.cosine else _sq_norms(X)
     nearest = _nearest_anchor(X, index, x_sq)
     indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
     distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
-    order = np.argsort(nearest, kind="stable")
-    bounds = np.searchsorted(nearest[order], np.arange(len(index.anchors) + 1))
-    for anchor in np.flatnonzero(np.diff(bounds)):
-        rows = order[bounds[anchor]:bounds[anchor + 1]]
+    for anchor, rows, X_block, block_sq in _grouped_blocks(X, nearest, len(index.anchors), x_sq):
         candidates = index.neighborhoods[anchor]
-        block_sq = None if x_sq is None else x_sq[rows]
-        dist = _distances(X[rows], index.anchors[candidates], index.cosine, block_sq)
+        dist = _distances(X_block, index.anchors[candidates], index.cosine, block_sq)
         best = np.argsort(dist, axis=1, kind="stable")[:, :n_neighbors]
         indices[rows] = candidates[best]
         distances[rows] = np.take_along_axis(dist, best, axis=1)

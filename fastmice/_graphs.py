@@ -11,7 +11,6 @@ import scipy.sparse as sp
 from fastmice._anchors import (
     AnchorIndex,
     fit_anchor_index,
-    normalize_rows,
     search_nearest_anchors,
 )
 from fastmice._specs import GRAPH_STREAM, ViewGroupSpec, group_rng
@@ -70,7 +69,7 @@ class GroupAnchors:
 
 
 def _member_view(Xs: Sequence, spec: ViewGroupSpec, member: int):
-    """The member's view restricted to its sampled features (rows unit-norm for cosine)."""
+    """The member's view restricted to its sampled features."""
     X = Xs[spec.views[member]]
     columns = np.asarray(spec.feature_indices[member], dtype=np.intp)
     if X.shape[1] <= columns.max(initial=-1):
@@ -79,9 +78,7 @@ def _member_view(Xs: Sequence, spec: ViewGroupSpec, member: int):
             f"{spec.group_index} samples feature {columns.max()}; the view group specs were "
             "drawn for other data.")
     X = X[:, columns] if sp.issparse(X) else np.asarray(X)[:, columns]
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-    return normalize_rows(X) if spec.metrics[member] == "cosine" else X
+    return sp.csr_matrix(X) if sp.issparse(X) else X
 
 
 def _weights(distances: np.ndarray, sigma: float, cosine: bool) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from fastmice._blas import single_threaded_blas
 from fastmice._kmeans import litekmeans
 
 __all__ = ["BipartitePartition", "partition_bipartite_graph"]
@@ -44,8 +45,9 @@ def _top_eigenvectors(B: sp.csr_matrix, n_clusters: int) -> np.ndarray:
     normalized = d_inv_sqrt[:, None] * Wy * d_inv_sqrt[None, :]
     normalized = (normalized + normalized.T) / 2
     n = normalized.shape[0]
-    _, vectors = scipy.linalg.eigh(normalized, subset_by_index=[n - n_clusters, n - 1],
-                                   overwrite_a=True, check_finite=False, driver="evr")
+    with single_threaded_blas():
+        _, vectors = scipy.linalg.eigh(normalized, subset_by_index=[n - n_clusters, n - 1],
+                                       overwrite_a=True, check_finite=False, driver="evr")
     return d_inv_sqrt[:, None] * vectors[:, ::-1]
 
 
