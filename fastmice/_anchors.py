@@ -106,38 +106,28 @@ def fit_anchor_index(X, n_anchors: int, n_neighbors: int, cosine: bool,
 def _grouped_blocks(X, groups: np.ndarray, n_groups: int, x_sq: np.ndarray | None):
     """Yield (group, rows, X rows, their squared norms) for each non-empty group.
 
-    Rows are sorted by group once, so each block is a cheap contiguous slice.
+    Rows are sorted by group once, so each block is a contiguous slice; blocks hold at most
+    ``_BLOCK_ROWS`` rows (a large group comes in several blocks).
     """
     order = np.argsort(groups, kind="stable")
     bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
     X_sorted = X[order]
     sq_sorted = None if x_sq is None else x_sq[order]
     for group in np.flatnonzero(np.diff(bounds)):
-        block = slice(bounds[group], bounds[group + 1])
-        yield group, order[block], X_sorted[block], None if sq_sorted is None else sq_sorted[block]
-
-
-def _nearest_anchor(X, index: AnchorIndex, x_sq: np.ndarray | None) -> np.ndarray:
-    """Each row's nearest anchor, searched only inside its nearest rep-cluster."""
-    n_samples = X.shape[0]
-    nearest_rep = np.empty(n_samples, dtype=np.int64)
-    for start in range(0, n_samples, _BLOCK_ROWS):
-        rows = slice(start, start + _BLOCK_ROWS)
-        block_sq = None if x_sq is None else x_sq[rows]
-        nearest_rep[rows] = np.argmin(
-            _distances(X[rows], index.rep_centers, index.cosine, block_sq), axis=1)
-    nearest = np.empty(n_samples, dtype=np.int64)
-    for rep, rows, X_block, block_sq in _grouped_blocks(X, nearest_rep, len(index.rep_centers),
-                                                        x_sq):
-        members = np.flatnonzero(index.rep_labels == rep)
-        dist = _distances(X_block, index.anchors[members], index.cosine, block_sq)
-        nearest[rows] = members[np.argmin(dist, axis=1)]
-    return nearest
+        for start in range(bounds[group], bounds[group + 1], _BLOCK_ROWS):
+            block = slice(start, min(start + _BLOCK_ROWS, bounds[group + 1]))
+            yield (group, order[block], X_sorted[block],
+                   None if sq_sorted is None else sq_sorted[block])
 
 
 def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
                            ) -> tuple[np.ndarray, np.ndarray]:
-    """Approximate nearest anchors of every row of ``X``.
+    """Approximate nearest anchors of every row of ``X`` (coarse to fine).
+
+    Each row's nearest rep-cluster centre; its nearest anchor among that rep-cluster's
+    anchors; then its ``n_neighbors`` nearest among that anchor's neighbourhood. Rows are
+    processed one rep-cluster at a time, with one distance matrix to all the anchors the
+    rep-cluster's rows can reach, so the work is a few large matrix products.
 
     Parameters
     ----------
@@ -157,13 +147,24 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
     if index.cosine:
         X = normalize_rows(X)
     x_sq = None if index.cosine else _sq_norms(X)
-    nearest = _nearest_anchor(X, index, x_sq)
+    nearest_rep = np.empty(n_samples, dtype=np.int64)
+    for start in range(0, n_samples, _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
+        block_sq = None if x_sq is None else x_sq[rows]
+        nearest_rep[rows] = np.argmin(
+            _distances(X[rows], index.rep_centers, index.cosine, block_sq), axis=1)
     indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
     distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
-    for anchor, rows, X_block, block_sq in _grouped_blocks(X, nearest, len(index.anchors), x_sq):
-        candidates = index.neighborhoods[anchor]
-        dist = _distances(X_block, index.anchors[candidates], index.cosine, block_sq)
-        best = np.argsort(dist, axis=1, kind="stable")[:, :n_neighbors]
-        indices[rows] = candidates[best]
-        distances[rows] = np.take_along_axis(dist, best, axis=1)
+    for rep, rows, X_block, block_sq in _grouped_blocks(X, nearest_rep, len(index.rep_centers),
+                                                        x_sq):
+        members = np.flatnonzero(index.rep_labels == rep)
+        reachable = np.union1d(members, index.neighborhoods[members])
+        dist = _distances(X_block, index.anchors[reachable], index.cosine, block_sq)
+        member_columns = np.searchsorted(reachable, members)
+        nearest = members[np.argmin(dist[:, member_columns], axis=1)]
+        candidates = index.neighborhoods[nearest]
+        candidate_dist = np.take_along_axis(dist, np.searchsorted(reachable, candidates), axis=1)
+        best = np.argsort(candidate_dist, axis=1, kind="stable")[:, :n_neighbors]
+        indices[rows] = np.take_along_axis(candidates, best, axis=1)
+        distances[rows] = np.take_along_axis(candidate_dist, best, axis=1)
     return indices, distances
