@@ -1,0 +1,472 @@
+"""``DatasetStore``: multi-view datasets as append-only sequences of batches.
+
+A dataset is a named, versioned record (kind ``"dataset"``) listing its batches; each batch
+stores, as content-addressed artifacts, one file per view (dense -> ``.npy`` in C order,
+memory-mappable; sparse -> canonical CSR ``.npz``), its sample ids (int64 ``.npy``) and,
+optionally, its labels (``.npy``).
+
+Fingerprints (the keys the pipeline derives its artifact keys from)::
+
+    batch fingerprint   = content_key({"views": Xs, "ids": ids})
+    dataset fingerprint = content_key([batch fingerprint, ...])      # in batch order
+    view artifact key   = content_key(X)
+
+so the same data under two names has the same fingerprint and shares its artifacts, and
+appending a batch changes the dataset fingerprint but not the fingerprints of earlier batches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from storage._names import validate_name
+from storage._open import open_store
+from storage.base import BaseStore, utc_now
+from storage.errors import ArtifactNotFoundError
+from storage.keys import canonical, canonical_csr, content_key, is_sparse, key_of_canonical
+
+__all__ = ["DatasetStore", "batch_fingerprint", "dataset_fingerprint"]
+
+DATASET_FORMAT = "fastmice-dataset/1"
+RECORD_KIND = "dataset"
+VIEW_KIND = "dataset-view"
+IDS_KIND = "dataset-ids"
+LABELS_KIND = "dataset-labels"
+
+
+def batch_fingerprint(Xs: Sequence[Any], ids: Any) -> str:
+    """Fingerprint of one batch: ``content_key({"views": list(Xs), "ids": ids})``.
+
+    Parameters
+    ----------
+    Xs : list of {ndarray, sparse matrix} of shape (n_samples, n_features_v)
+    ids : ndarray of shape (n_samples,), int64
+
+    Returns
+    -------
+    fingerprint : str
+        What :meth:`DatasetStore.manifest` lists for the batch, for the same views and ids.
+    """
+    return content_key({"views": list(Xs), "ids": ids})
+
+
+def dataset_fingerprint(batch_fingerprints: Sequence[str]) -> str:
+    """Fingerprint of a dataset: ``content_key(list(batch_fingerprints))`` (in batch order)."""
+    return content_key(list(batch_fingerprints))
+
+
+def _check_views(Xs: Any) -> list[Any]:
+    """Validate a batch's views; return them as C-ordered ndarrays or canonical CSR."""
+    if isinstance(Xs, np.ndarray) or is_sparse(Xs) or not isinstance(Xs, Sequence):
+        raise TypeError(
+            f"Xs must be a list of views (one 2-D array or sparse matrix per view); got "
+            f"{type(Xs).__name__}. Wrap a single view as [X]."
+        )
+    if len(Xs) == 0:
+        raise ValueError("Xs must hold at least one view; got an empty list.")
+    views = []
+    for v, X in enumerate(Xs):
+        if is_sparse(X):
+            import scipy.sparse as sp
+
+            X = canonical_csr(X)
+            if not isinstance(X, sp.csr_matrix):
+                X = sp.csr_matrix(X)
+        elif isinstance(X, np.ndarray):
+            X = np.ascontiguousarray(X)
+        else:
+            raise TypeError(
+                f"View {v} is a {type(X).__name__}; expected a numpy array or a scipy.sparse "
+                f"matrix."
+            )
+        if X.ndim != 2:
+            raise ValueError(f"View {v} must be 2-D (n_samples, n_features); got shape {X.shape}.")
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"View {v} has dtype {X.dtype}; expected a numeric dtype.")
+        if not views and X.shape[0] == 0:
+            raise ValueError("View 0 has 0 samples; a batch must hold at least one sample.")
+        if views and X.shape[0] != views[0].shape[0]:
+            raise ValueError(
+                f"View {v} has {X.shape[0]} samples; expected {views[0].shape[0]} "
+                f"(the number of samples in view 0)."
+            )
+        views.append(X)
+    return views
+
+
+def _view_info(X: Any) -> tuple[str, str, int]:
+    return ("sparse" if is_sparse(X) else "dense", X.dtype.str, int(X.shape[1]))
+
+
+class DatasetStore:
+    """Named multi-view datasets stored batch by batch in an artifact store.
+
+    Parameters
+    ----------
+    store : store, str or path-like, optional
+        An artifact store or anything :func:`storage.open_store` accepts (default: the
+        default store).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> from storage.datasets import DatasetStore
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> ds = DatasetStore(tmp.name)
+    >>> rng = np.random.default_rng(0)
+    >>> m = ds.create("blobs", [rng.random((4, 3)), rng.random((4, 5))])
+    >>> m = ds.append("blobs", [rng.random((2, 3)), rng.random((2, 5))])
+    >>> [b["n_samples"] for b in m["batches"]], ds.load_ids("blobs").tolist()
+    ([4, 2], [0, 1, 2, 3, 4, 5])
+    >>> [X.shape for X in ds.load_views("blobs")]
+    [(6, 3), (6, 5)]
+    >>> tmp.cleanup()
+    """
+
+    def __init__(self, store: BaseStore | str | os.PathLike[str] | None = None) -> None:
+        self.store = open_store(store)
+
+    def __repr__(self) -> str:
+        return f"DatasetStore({self.store!r})"
+
+    # ------------------------------------------------------------------ queries
+
+    def list(self) -> list[str]:
+        """Sorted dataset names."""
+        return self.store.list_records(RECORD_KIND)
+
+    def exists(self, name: str) -> bool:
+        """Whether dataset `name` exists."""
+        return self.store.record_version(RECORD_KIND, name) > 0
+
+    def manifest(self, name: str, *, version: int | None = None) -> dict[str, Any]:
+        """The manifest of a dataset (its latest version unless `version` is given).
+
+        Returns
+        -------
+        manifest : dict
+            ``name``, ``version`` (record version, bumped by each append), ``n_views``,
+            ``n_features`` (list), ``view_types`` (``"dense"``/``"sparse"`` per view),
+            ``dtypes``, ``n_samples``, ``next_id``, ``fingerprint`` and ``batches``: a list of
+            ``{"batch_id", "n_samples", "first_row", "fingerprint", "views": [ref dicts],
+            "ids": ref dict, "labels": ref dict or None, "created"}``.
+
+        Raises
+        ------
+        ArtifactNotFoundError
+            If there is no such dataset.
+        """
+        validate_name(name, "dataset name")
+        if version is None:
+            version = self.store.record_version(RECORD_KIND, name)
+            if not version:
+                raise ArtifactNotFoundError(
+                    f"No dataset {name!r} in store {self.store.url}; create it with "
+                    f"DatasetStore.create()."
+                )
+        manifest = self.store.read_record(RECORD_KIND, name, version=version)
+        manifest["version"] = version
+        return manifest
+
+    # ------------------------------------------------------------------ writing
+
+    def create(
+        self, name: str, Xs: Sequence[Any], ids: Any = None, labels: Any = None
+    ) -> dict[str, Any]:
+        """Create dataset `name` with one batch.
+
+        Parameters
+        ----------
+        name : str
+            Dataset name, ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}`` without ``..``.
+        Xs : list of {ndarray, sparse matrix} of shape (n_samples, n_features_v)
+            The views; numeric, same number of rows. Sparse views are stored as canonical
+            CSR, dense ones as C-ordered ``.npy``; dtypes are kept.
+        ids : array-like of int of shape (n_samples,), optional
+            Unique sample ids; default ``0..n_samples-1``.
+        labels : array-like of shape (n_samples,), optional
+            Ground-truth labels, kept beside the batch (not part of the fingerprint).
+
+        Returns
+        -------
+        manifest : dict
+            See :meth:`manifest`.
+
+        Raises
+        ------
+        ValueError
+            If the dataset exists, the name is invalid, or the views, ids or labels are
+            inconsistent (the message names the view and both counts).
+        TypeError
+            If a view is not an array or sparse matrix, or ids are not integers.
+        RecordConflictError
+            If another process created the dataset meanwhile.
+        """
+        validate_name(name, "dataset name")
+        version = self.store.record_version(RECORD_KIND, name)
+        if version:
+            old = self.manifest(name, version=version)
+            raise ValueError(
+                f"Dataset {name!r} already exists in store {self.store.url} (version {version}, "
+                f"{old['n_samples']} samples in {len(old['batches'])} batches); use append() to "
+                f"add samples."
+            )
+        views = _check_views(Xs)
+        infos = [_view_info(X) for X in views]
+        manifest: dict[str, Any] = {
+            "format": DATASET_FORMAT,
+            "name": name,
+            "n_views": len(views),
+            "n_features": [n for _, _, n in infos],
+            "view_types": [t for t, _, _ in infos],
+            "dtypes": [d for _, d, _ in infos],
+            "n_samples": 0,
+            "next_id": 0,
+            "created": utc_now(),
+            "batches": [],
+        }
+        return self._add_batch(manifest, views, ids, labels, expected_version=0)
+
+    def append(
+        self, name: str, Xs: Sequence[Any], ids: Any = None, labels: Any = None
+    ) -> dict[str, Any]:
+        """Append a batch of new samples to dataset `name`.
+
+        Parameters
+        ----------
+        name : str
+            An existing dataset.
+        Xs : list of {ndarray, sparse matrix} of shape (n_new, n_features_v)
+            Same number of views, features per view, dtype and dense/sparse type as the
+            dataset.
+        ids : array-like of int of shape (n_new,), optional
+            Unique ids not yet in the dataset; default: continue the sequence from the
+            largest id (``n..n+n_new-1`` for default ids).
+        labels : array-like of shape (n_new,), optional
+            Ground-truth labels of the new samples.
+
+        Returns
+        -------
+        manifest : dict
+            The new manifest (its ``version`` is one more than before).
+
+        Raises
+        ------
+        ArtifactNotFoundError
+            If the dataset does not exist.
+        ValueError
+            If the batch does not match the dataset (the message names the view and both
+            counts) or an id is repeated or already present.
+        RecordConflictError
+            If another process appended meanwhile (nothing is written; retry).
+        """
+        manifest = self.manifest(name)
+        views = _check_views(Xs)
+        if len(views) != manifest["n_views"]:
+            raise ValueError(
+                f"The new batch has {len(views)} views; dataset {name!r} has "
+                f"{manifest['n_views']} views."
+            )
+        for v, X in enumerate(views):
+            kind, dtype, n_features = _view_info(X)
+            if n_features != manifest["n_features"][v]:
+                raise ValueError(
+                    f"View {v} of the new batch has {n_features} features; dataset {name!r} "
+                    f"has {manifest['n_features'][v]} features in view {v}."
+                )
+            if kind != manifest["view_types"][v]:
+                raise ValueError(
+                    f"View {v} of the new batch is {kind}; dataset {name!r} stores view {v} "
+                    f"as {manifest['view_types'][v]}."
+                )
+            if dtype != manifest["dtypes"][v]:
+                raise ValueError(
+                    f"View {v} of the new batch has dtype {np.dtype(dtype)}; dataset {name!r} "
+                    f"stores {np.dtype(manifest['dtypes'][v])} in view {v} (cast it with "
+                    f".astype)."
+                )
+        version = manifest.pop("version")
+        return self._add_batch(manifest, views, ids, labels, expected_version=version)
+
+    def _add_batch(
+        self,
+        manifest: dict[str, Any],
+        views: list[Any],
+        ids: Any,
+        labels: Any,
+        *,
+        expected_version: int,
+    ) -> dict[str, Any]:
+        name = manifest["name"]
+        n = views[0].shape[0]
+        ids = self._check_ids(manifest, ids, n)
+        if labels is not None:
+            labels = np.asarray(labels)
+            if labels.shape != (n,) or labels.dtype.hasobject:
+                raise ValueError(
+                    f"labels must be a 1-D numeric or string array of {n} values (one per "
+                    f"sample); got shape {labels.shape} and dtype {labels.dtype}."
+                )
+        # Hash each view once: its artifact key and the batch fingerprint both derive from it.
+        view_parts = [canonical(X, f"view {v}") for v, X in enumerate(views)]
+        ids_part = canonical(ids, "ids")
+        fingerprint = key_of_canonical([{"views": view_parts, "ids": ids_part}])
+        put = self.store.put
+        batch = {
+            "batch_id": len(manifest["batches"]),
+            "n_samples": n,
+            "first_row": manifest["n_samples"],
+            "fingerprint": fingerprint,
+            "views": [
+                put(VIEW_KIND, key_of_canonical([part]), X).to_dict()
+                for part, X in zip(view_parts, views, strict=True)
+            ],
+            "ids": put(IDS_KIND, key_of_canonical([ids_part]), ids).to_dict(),
+            "labels": None
+            if labels is None
+            else put(LABELS_KIND, content_key(labels), labels).to_dict(),
+            "created": utc_now(),
+        }
+        manifest["batches"].append(batch)
+        manifest["n_samples"] += n
+        manifest["next_id"] = max(manifest["next_id"], int(ids.max()) + 1)
+        manifest["fingerprint"] = dataset_fingerprint(
+            [b["fingerprint"] for b in manifest["batches"]]
+        )
+        manifest["updated"] = batch["created"]
+        version = self.store.write_record(
+            RECORD_KIND, name, manifest, expected_version=expected_version
+        )
+        return {**manifest, "version": version}
+
+    def _check_ids(self, manifest: dict[str, Any], ids: Any, n: int) -> np.ndarray:
+        name = manifest["name"]
+        if ids is None:
+            start = manifest["next_id"]
+            return np.arange(start, start + n, dtype=np.int64)
+        ids = np.asarray(ids)
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"ids must be integers (stored as int64); got dtype {ids.dtype}.")
+        if ids.shape != (n,):
+            raise ValueError(f"ids must have shape ({n},) (one per sample); got {ids.shape}.")
+        if ids.dtype.kind == "u" and n and ids.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"ids must fit in int64; the largest is {ids.max()}.")
+        ids = ids.astype(np.int64)
+        unique, counts = np.unique(ids, return_counts=True)
+        if unique.size != n:
+            repeated = unique[counts > 1]
+            raise ValueError(
+                f"ids of the new batch repeat {repeated.size} value(s), such as "
+                f"{repeated[:5].tolist()}; sample ids must be unique."
+            )
+        if manifest["batches"]:
+            existing = self._ids(manifest, None)
+            clash = unique[np.isin(unique, existing)]
+            if clash.size:
+                raise ValueError(
+                    f"{clash.size} id(s) of the new batch already exist in dataset {name!r}, "
+                    f"such as {clash[:5].tolist()}; sample ids must be unique (omit ids to "
+                    f"continue from {manifest['next_id']})."
+                )
+        return ids
+
+    # ------------------------------------------------------------------ reading
+
+    @staticmethod
+    def _select(manifest: dict[str, Any], batches: int | Iterable[int] | None) -> list[dict]:
+        all_batches = manifest["batches"]
+        if batches is None:
+            return list(all_batches)
+        chosen = [batches] if isinstance(batches, int | np.integer) else list(batches)
+        if not chosen:
+            raise ValueError("batches is empty; pass None for all batches.")
+        for b in chosen:
+            if isinstance(b, bool) or not isinstance(b, int | np.integer):
+                raise TypeError(f"batches must hold batch ids (int); got {b!r}.")
+            if not 0 <= b < len(all_batches):
+                raise ValueError(
+                    f"batches contains {b}; dataset {manifest['name']!r} has batch ids "
+                    f"0..{len(all_batches) - 1}."
+                )
+        if len(set(chosen)) != len(chosen):
+            raise ValueError(f"batches repeats a batch id: {chosen}.")
+        return [all_batches[b] for b in chosen]
+
+    def load_views(
+        self, name: str, batches: int | Iterable[int] | None = None, mmap: bool = True
+    ) -> list[Any]:
+        """Load the views of a dataset: the rows of the chosen batches, in the order given.
+
+        Parameters
+        ----------
+        name : str
+            The dataset.
+        batches : int or iterable of int, optional
+            Batch ids to load (default: all, in order).
+        mmap : bool, default=True
+            For a single batch of a local store, return dense views as read-only
+            ``np.memmap`` (no copy). Several batches are concatenated into one new array
+            (read through memory maps, so each byte is copied once).
+
+        Returns
+        -------
+        Xs : list of {ndarray, scipy.sparse.csr_matrix} of shape (n_rows, n_features_v)
+            Every file is checksummed before use.
+
+        Raises
+        ------
+        ArtifactNotFoundError
+            If the dataset or one of its files is missing.
+        ArtifactIntegrityError
+            If a file is corrupt (it is quarantined).
+        """
+        manifest = self.manifest(name)
+        chosen = self._select(manifest, batches)
+        get = self.store.get
+        out = []
+        for v, view_type in enumerate(manifest["view_types"]):
+            refs = [b["views"][v] for b in chosen]
+            if len(refs) == 1:
+                out.append(get(refs[0], mmap=mmap))
+            elif view_type == "sparse":
+                import scipy.sparse as sp
+
+                out.append(sp.csr_matrix(sp.vstack([get(r) for r in refs], format="csr")))
+            else:
+                out.append(np.concatenate([get(r, mmap=True) for r in refs], axis=0))
+        return out
+
+    def load_ids(self, name: str, batches: int | Iterable[int] | None = None) -> np.ndarray:
+        """Sample ids (int64, shape (n_rows,)) of the chosen batches, in the order given."""
+        return self._ids(self.manifest(name), batches)
+
+    def _ids(self, manifest: dict[str, Any], batches: int | Iterable[int] | None) -> np.ndarray:
+        parts = [self.store.get(b["ids"]) for b in self._select(manifest, batches)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def load_labels(
+        self, name: str, batches: int | Iterable[int] | None = None
+    ) -> np.ndarray | None:
+        """Labels of the chosen batches, in order, or ``None`` if none of them has labels.
+
+        Raises
+        ------
+        ValueError
+            If only some of the chosen batches have labels (the message lists the others).
+        """
+        manifest = self.manifest(name)
+        chosen = self._select(manifest, batches)
+        missing = [b["batch_id"] for b in chosen if b["labels"] is None]
+        if len(missing) == len(chosen):
+            return None
+        if missing:
+            raise ValueError(
+                f"Batches {missing} of dataset {name!r} have no labels; choose labelled "
+                f"batches with batches=[...]."
+            )
+        parts = [self.store.get(b["labels"]) for b in chosen]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -1,0 +1,82 @@
+"""Exceptions raised by the artifact store.
+
+Every error names what it is about (the artifact kind and key, the record kind and name, or the
+file path) so that a failed pipeline run can be diagnosed from its message alone.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArtifactIntegrityError",
+    "ArtifactNotFoundError",
+    "RecordConflictError",
+]
+
+
+class ArtifactNotFoundError(KeyError):
+    """An artifact or a named record is not in the store.
+
+    Subclasses :class:`KeyError`, so ``except KeyError`` also catches it. Unlike a plain
+    ``KeyError``, ``str(error)`` is the readable message rather than its ``repr``.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ArtifactIntegrityError(ValueError):
+    """A stored artifact or record does not match its recorded checksum or cannot be decoded.
+
+    The artifact is moved into ``<root>/quarantine/`` before this is raised (records stay where
+    they are), so a caller can recompute and ``put`` it again.
+
+    Attributes
+    ----------
+    kind, key : str
+        The artifact kind and key (for records: the record kind and name).
+    path : str
+        Where the bad file was found.
+    quarantined_to : str or None
+        Where the artifact was moved, if it was moved.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "",
+        key: str = "",
+        path: str = "",
+        quarantined_to: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.key = key
+        self.path = path
+        self.quarantined_to = quarantined_to
+
+
+class RecordConflictError(RuntimeError):
+    """A named record changed between reading it and writing its next version.
+
+    Raised by ``write_record(..., expected_version=v)`` when the latest stored version is not
+    ``v`` (another writer got there first). Nothing is written; re-read the record and retry.
+
+    Attributes
+    ----------
+    kind, name : str
+        The record.
+    expected_version : int
+        The version the caller based its change on (0 = "the record must not exist yet").
+    found_version : int
+        The latest version found in the store.
+    """
+
+    def __init__(
+        self, message: str, *, kind: str, name: str, expected_version: int, found_version: int
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
+        self.expected_version = expected_version
+        self.found_version = found_version

@@ -1,0 +1,202 @@
+"""``LocalStore``: the artifact store on a local directory (the default backend)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from storage import _codecs
+from storage.base import META_FILE, BaseStore
+
+__all__ = ["LocalStore"]
+
+
+def _digest_path(path: Path) -> tuple[int, str]:
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        return size, hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _write_synced(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    with open(path, "xb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class LocalStore(BaseStore):
+    """Artifact store in a local directory.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        The store's directory; made absolute now (a later ``chdir`` does not move the store)
+        and created, with a ``.gitignore`` holding ``*``, on the first write. An existing
+        non-empty directory gets no ``.gitignore``.
+
+    Notes
+    -----
+    An artifact is written into a hidden temporary folder beside its final place
+    (``<kind>/<key[:2]>/.tmp-<key>-<id>/``, its files already carrying their final names, so
+    the ``.npz`` suffix is right), fsynced, then published with one ``os.replace`` of the
+    folder: readers see the data file and its ``meta.json`` together or not at all, and two
+    processes writing the same key never mix their files (the second ``os.replace`` fails on
+    the non-empty folder and the second writer keeps the first one's artifact). Record
+    versions are created with ``os.link`` of a synced temporary file, which fails if the
+    version exists: that is the compare-and-swap.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile
+    >>> from storage import LocalStore, content_key
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = LocalStore(tmp.name)
+    >>> x = np.arange(3)
+    >>> ref = store.put("labels", content_key(x), x)
+    >>> store.get(ref)
+    array([0, 1, 2])
+    >>> tmp.cleanup()
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser().absolute()
+        self.url = str(self.root)
+        self._root_ready = False
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self.url!r})"
+
+    # ------------------------------------------------------------------ helpers
+
+    def _path(self, rel: str) -> Path:
+        return self.root.joinpath(*rel.split("/")) if rel else self.root
+
+    def _ensure_root(self) -> None:
+        if self._root_ready:
+            return
+        new = not self.root.exists()
+        self.root.mkdir(parents=True, exist_ok=True)
+        if new or not any(self.root.iterdir()):
+            self._write_bytes(".gitignore", b"# Created by fastmice: a local artifact store.\n*\n")
+        self._root_ready = True
+
+    def _tmp_name(self, name: str) -> str:
+        return f".tmp-{uuid.uuid4().hex[:12]}-{name}"
+
+    # ------------------------------------------------------------------ primitives
+
+    def _publish(
+        self, rel_dir: str, filename: str, write: Callable[[IO[bytes]], None], meta: dict[str, Any]
+    ) -> None:
+        self._ensure_root()
+        final = self._path(rel_dir)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.parent / self._tmp_name(final.name)
+        tmp.mkdir()
+        try:
+            _write_synced(tmp / filename, write)
+            meta["size"], meta["sha256"] = _digest_path(tmp / filename)
+            body = _codecs.to_json_bytes(meta)
+            _write_synced(tmp / META_FILE, lambda f: f.write(body))
+            try:
+                os.replace(tmp, final)
+            except OSError:
+                if (final / META_FILE).is_file():
+                    return  # another writer published this key first: keep theirs
+                if not final.exists():
+                    raise
+                # A folder without meta.json (left by hand or by an old crash): set it aside.
+                self._quarantine(
+                    meta["kind"], meta["key"], "incomplete artifact folder", str(final)
+                )
+                os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _read_bytes(self, rel: str) -> bytes:
+        return self._path(rel).read_bytes()
+
+    def _file_digest(self, rel: str) -> tuple[int, str]:
+        return _digest_path(self._path(rel))
+
+    def _verified_source(self, rel: str) -> tuple[Path, int, str]:
+        path = self._path(rel)
+        size, sha = _digest_path(path)
+        return path, size, sha
+
+    def _listdir(self, rel: str) -> list[str]:
+        try:
+            return [e.name for e in os.scandir(self._path(rel))]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _isfile(self, rel: str) -> bool:
+        return self._path(rel).is_file()
+
+    def _move_dir(self, src: str, dst: str) -> bool:
+        target = self._path(dst)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(self._path(src), target)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _remove_dir(self, rel: str) -> bool:
+        path = self._path(rel)
+        # Rename first so that no reader ever sees a half-deleted artifact.
+        doomed = path.parent / self._tmp_name(f"deleted-{path.name}")
+        try:
+            os.rename(path, doomed)
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(doomed)
+        return True
+
+    def _write_bytes(self, rel: str, data: bytes) -> None:
+        path = self._path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / self._tmp_name(path.name)
+        try:
+            _write_synced(tmp, lambda f: f.write(data))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _create_exclusive(self, rel: str, data: bytes) -> bool:
+        self._ensure_root()
+        path = self._path(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / self._tmp_name(path.name)
+        try:
+            _write_synced(tmp, lambda f: f.write(data))
+            try:
+                os.link(tmp, path)  # atomic, and fails if `path` exists
+            except FileExistsError:
+                return False
+            except OSError:  # a filesystem without hard links: exclusive create, then fill
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    return False
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def _display(self, rel: str) -> str:
+        return str(self._path(rel))
+
+    def _local(self, rel: str) -> Path:
+        return self._path(rel)
