@@ -15,18 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._kmeans import litekmeans
+from fastmice._kmeans import litekmeans, row_sq_norms
 
 __all__ = ["AnchorIndex", "fit_anchor_index", "search_nearest_anchors"]
 
 # Rows per block when a samples-by-centres distance matrix is formed.
 _BLOCK_ROWS = 16384
-
-
-def _sq_norms(X) -> np.ndarray:
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
 
 
 def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None) -> np.ndarray:
@@ -36,7 +30,7 @@ def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None) -
         np.subtract(1, products, out=products)
     else:
         if x_sq is None:
-            x_sq = _sq_norms(X)
+            x_sq = row_sq_norms(X)
         products *= -2
         products += x_sq[:, None]
         products += np.einsum("ij,ij->i", Y, Y)[None, :]
@@ -48,7 +42,7 @@ def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None) -
 
 def normalize_rows(X):
     """Unit-L2 rows (zero rows stay zero), dense or CSR."""
-    norms = np.sqrt(_sq_norms(X))
+    norms = np.sqrt(row_sq_norms(X))
     scale = 1.0 / np.where(norms > 0, norms, 1.0)
     if sp.issparse(X):
         return sp.csr_matrix(sp.diags(scale.astype(X.dtype)) @ X)
@@ -146,7 +140,7 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
     n_neighbors = min(n_neighbors, index.neighborhoods.shape[1])
     if index.cosine:
         X = normalize_rows(X)
-    x_sq = None if index.cosine else _sq_norms(X)
+    x_sq = None if index.cosine else row_sq_norms(X)
     nearest_rep = np.empty(n_samples, dtype=np.int64)
     for start in range(0, n_samples, _BLOCK_ROWS):
         rows = slice(start, start + _BLOCK_ROWS)

@@ -13,7 +13,8 @@ import scipy.sparse as sp
 __all__ = ["litekmeans"]
 
 
-def _row_sq_norms(X) -> np.ndarray:
+def row_sq_norms(X) -> np.ndarray:
+    """Squared L2 norm of every row of a dense or CSR matrix."""
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", X, X)
@@ -118,7 +119,7 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
     if X.shape[0] < n_clusters:
         raise ValueError(f"n_samples={X.shape[0]} must be >= n_clusters={n_clusters} for k-means.")
     cosine = metric == "cosine"
-    x_sq = None if cosine else _row_sq_norms(X)
+    x_sq = None if cosine else row_sq_norms(X)
     best = None
     for _ in range(n_init):
         labels, centers = _single_run(X, n_clusters, cosine, max_iter, rng, x_sq)
