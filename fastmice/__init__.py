@@ -10,7 +10,7 @@ from fastmice._estimator import FastMICE, fast_mice
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition, partition_bipartite_graph
-from fastmice._validation import check_views, resolve_seed
+from fastmice._validation import check_params, check_views, resolve_seed
 
 __version__ = "0.1.0"
 
@@ -24,7 +24,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'fastmice' has no attribute {name!r}")
 
 # Bumped whenever a change alters the numbers any step computes; part of every artifact key.
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 
 __all__ = [
     "CODE_VERSION",
@@ -35,6 +35,7 @@ __all__ = [
     "ViewGroupSpec",
     "__version__",
     "build_group_graph",
+    "check_params",
     "check_views",
     "cluster_group",
     "consensus_partition",

@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition
-from fastmice._validation import check_metric, check_views, resolve_seed
+from fastmice._validation import check_int, check_params, check_views, resolve_seed
 
 __all__ = ["FastMICE", "fast_mice"]
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int; got {value!r} ({type(value).__name__}).")
-    if value < low:
-        raise ValueError(f"{name}={value} must be >= {low}.")
-
-
-def _check_range(name: str, value, low: float, high: float | None) -> tuple[float, float]:
-    try:
-        a, b = (float(v) for v in value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a pair of numbers (low, high); got {value!r}.") from None
-    if not (low <= a <= b) or (high is not None and b > high):
-        upper = "" if high is None else f" <= {high}"
-        raise ValueError(f"{name}={value!r} must satisfy {low} <= low <= high{upper}.")
-    return a, b
 
 
 def _fit_group(Xs, spec: ViewGroupSpec) -> tuple[GroupAnchors, BipartitePartition]:
@@ -49,14 +28,13 @@ def _predict_group(Xs, spec, anchors, partition) -> np.ndarray:
 def _run_groups(n_jobs: int | None, function, arguments: list[tuple]) -> list:
     """Run ``function(*args)`` for every group, in ``n_jobs`` threads.
 
-    With several threads each BLAS call gets one core: two groups side by side use the
-    machine better than two groups each fighting for both cores.
+    Every step runs on one BLAS thread (``fastmice._blas``), so the threads are where the
+    cores go, and the labels do not depend on ``n_jobs``.
     """
     if effective_n_jobs(n_jobs) == 1:
         return [function(*args) for args in arguments]
-    with threadpool_limits(limits=1, user_api="blas"):
-        return Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(function)(*args) for args in arguments)
+    return Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(function)(*args) for args in arguments)
 
 
 class FastMICE(ClusterMixin, BaseEstimator):
@@ -132,22 +110,14 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     def _check_params(self, n_samples: int, n_views: int) -> list[str]:
-        _check_int("n_clusters", self.n_clusters, 2)
-        if self.n_clusters > n_samples:
-            raise ValueError(f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
-        _check_int("n_groups", self.n_groups, 1)
-        _check_int("n_anchors", self.n_anchors, 1)
-        _check_int("n_neighbors", self.n_neighbors, 1)
         if self.n_jobs is not None:
-            _check_int("n_jobs", self.n_jobs, -(2**31))
+            check_int("n_jobs", self.n_jobs, -(2**31))
             if self.n_jobs == 0:
                 raise ValueError("n_jobs=0 is not allowed; use None, a positive int or -1.")
-        _check_range("feature_ratio", self.feature_ratio, 0.0, 1.0)
-        low, _ = _check_range("base_clusters", self.base_clusters, 0.0, None)
-        if low * self.n_clusters < 1:
-            raise ValueError(f"base_clusters={self.base_clusters!r} gives base clusterings with "
-                             f"fewer than 1 cluster for n_clusters={self.n_clusters}.")
-        return check_metric(self.metric, n_views)
+        return check_params(n_samples=n_samples, n_views=n_views, n_clusters=self.n_clusters,
+                            n_groups=self.n_groups, n_anchors=self.n_anchors,
+                            n_neighbors=self.n_neighbors, feature_ratio=self.feature_ratio,
+                            base_clusters=self.base_clusters, metric=self.metric)["metric"]
 
     def fit(self, Xs, y=None):
         """Cluster the samples described by the views ``Xs``.

@@ -13,6 +13,7 @@ from fastmice._anchors import (
     fit_anchor_index,
     search_nearest_anchors,
 )
+from fastmice._blas import on_one_blas_thread
 from fastmice._specs import GRAPH_STREAM, ViewGroupSpec, group_rng
 
 __all__ = ["GroupAnchors", "build_group_graph", "transform_group_graph"]
@@ -104,6 +105,7 @@ def _rows_for_member(X, index: AnchorIndex, n_neighbors: int, sigma: float) -> s
     return _graph_block(indices, _weights(distances, sigma, index.cosine), len(index.anchors))
 
 
+@on_one_blas_thread
 def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix, GroupAnchors]:
     """Build the view-sharing bipartite graph of one view group.
 
@@ -137,6 +139,7 @@ def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix,
     return sp.hstack(blocks, format="csr"), GroupAnchors(members, np.asarray(sigmas))
 
 
+@on_one_blas_thread
 def transform_group_graph(Xs: Sequence, spec: ViewGroupSpec,
                           anchors: GroupAnchors) -> sp.csr_matrix:
     """Rows of a group's graph for (new) samples, with the group's fitted anchors and widths.

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from fastmice._blas import single_threaded_blas
+from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import litekmeans
 
 __all__ = ["BipartitePartition", "partition_bipartite_graph"]
@@ -45,9 +45,8 @@ def _top_eigenvectors(B: sp.csr_matrix, n_clusters: int) -> np.ndarray:
     normalized = d_inv_sqrt[:, None] * Wy * d_inv_sqrt[None, :]
     normalized = (normalized + normalized.T) / 2
     n = normalized.shape[0]
-    with single_threaded_blas():
-        _, vectors = scipy.linalg.eigh(normalized, subset_by_index=[n - n_clusters, n - 1],
-                                       overwrite_a=True, check_finite=False, driver="evr")
+    _, vectors = scipy.linalg.eigh(normalized, subset_by_index=[n - n_clusters, n - 1],
+                                   overwrite_a=True, check_finite=False, driver="evr")
     return d_inv_sqrt[:, None] * vectors[:, ::-1]
 
 
@@ -69,6 +68,7 @@ class BipartitePartition:
     anchor_embedding: np.ndarray
     centers: np.ndarray
 
+    @on_one_blas_thread
     def predict(self, B_new: sp.spmatrix) -> np.ndarray:
         """Label new rows of shape (n_new, n_columns) by their nearest centre (cosine)."""
         B_new = _pad_columns(sp.csr_matrix(B_new, dtype=np.float64),
@@ -91,6 +91,7 @@ class BipartitePartition:
                    np.asarray(arrays["centers"]))
 
 
+@on_one_blas_thread
 def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | None = None,
                               max_iter: int = 5, n_init: int = 1,
                               rng: np.random.Generator | None = None) -> BipartitePartition:

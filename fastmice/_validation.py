@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_metric", "check_views", "resolve_seed"]
+__all__ = ["check_int", "check_metric", "check_params", "check_views", "resolve_seed"]
 
 METRICS = ("euclidean", "cosine")
 
@@ -133,3 +133,59 @@ def check_metric(metric, n_views: int) -> list[str]:
             where = "" if isinstance(metric, str) else f" for view {i}"
             raise ValueError(f"Unknown metric {m!r}{where}; expected one of {METRICS}.")
     return list(metrics)
+
+
+def check_int(name: str, value, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]``; a bool or a float is a ``TypeError``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int; got {value!r} ({type(value).__name__}).")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name}={value} must be {bound}.")
+    return int(value)
+
+
+def _check_pair(name: str, value, low: float, high: float | None) -> tuple[float, float]:
+    try:
+        a, b = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair of numbers (low, high); got {value!r}.") from None
+    if not (low <= a <= b) or (high is not None and b > high):
+        upper = "" if high is None else f" <= {high}"
+        raise ValueError(f"{name}={value!r} must satisfy {low} <= low <= high{upper}.")
+    return a, b
+
+
+def check_params(*, n_samples: int, n_views: int, n_clusters, n_groups=20, n_anchors=1000,
+                 n_neighbors=5, feature_ratio=(0.2, 0.8), base_clusters=(1, 2),
+                 metric="euclidean") -> dict:
+    """Check the parameters of an ensemble on data of ``n_samples`` rows and ``n_views`` views.
+
+    The same checks :meth:`FastMICE.fit` makes, for callers (a pipeline, a command line) that
+    want them before touching the data.
+
+    Returns
+    -------
+    params : dict
+        ``n_clusters``, ``n_groups``, ``n_anchors``, ``n_neighbors`` (int),
+        ``feature_ratio``, ``base_clusters`` (lists of two floats), ``metric`` (one per view).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the parameter and the value.
+    """
+    k = check_int("n_clusters", n_clusters, 2)
+    if k > n_samples:
+        raise ValueError(f"n_clusters={k} must be <= n_samples={n_samples}.")
+    params = {"n_clusters": k,
+              "n_groups": check_int("n_groups", n_groups, 1),
+              "n_anchors": check_int("n_anchors", n_anchors, 1),
+              "n_neighbors": check_int("n_neighbors", n_neighbors, 1),
+              "feature_ratio": list(_check_pair("feature_ratio", feature_ratio, 0.0, 1.0)),
+              "base_clusters": list(_check_pair("base_clusters", base_clusters, 0.0, None))}
+    if params["base_clusters"][0] * k < 1:
+        raise ValueError(f"base_clusters={base_clusters!r} gives base clusterings with fewer "
+                         f"than 1 cluster for n_clusters={k}.")
+    params["metric"] = check_metric(metric, n_views)
+    return params

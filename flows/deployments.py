@@ -1,0 +1,244 @@
+"""Scheduled reclustering of an inbox of batch files, and the serve process for it.
+
+An *inbox* is a folder where producers drop batch files: ``.npz`` in the layout of
+``../shared/datasets/INDEX.md`` (``view0 ... view{V-1}``, optional ``labels``). A producer
+writes under a hidden name (``.batch-017.npz.tmp``) and renames, so that a half-written
+file is never picked up. Each run of :func:`recluster_inbox`:
+
+1. registers every ``*.npz`` of the inbox, in name order, as the next batch of the dataset
+   (the first file creates it) with :func:`tasks.datasets.register_data`, which is
+   idempotent by content: a file whose views equal a stored batch's is not stored again;
+2. moves each file to ``inbox/processed/`` once its batch is stored (a file that cannot be
+   read or does not fit the dataset goes to ``inbox/rejected/`` with a ``.error.txt``);
+3. brings the labels up to date: :func:`flows.pipeline.cluster_flow` when the dataset has
+   no run yet, :func:`flows.pipeline.recluster_flow` when its latest run misses batches,
+   otherwise nothing (the latest run's summary is returned).
+
+Every step can be repeated, so a run killed anywhere is safe: a file left in the inbox is
+recognised by its content, and a dataset whose latest run misses batches is reclustered by
+the next run even if the inbox is empty.
+
+Serve the two deployments (one long-lived process; PREFECT.md section 4)::
+
+    export PREFECT_API_URL=http://127.0.0.1:4200/api      # infra/local_server.sh
+    python -m flows.deployments --inbox /data/inbox --dataset incoming --n-clusters 10 \\
+        --store /data/store --cron "*/30 * * * *"
+
+``fastmice-recluster-inbox/inbox-recluster`` runs on the schedule, one run at a time;
+``fastmice-cluster/cluster-on-demand`` runs when asked
+(``prefect deployment run fastmice-cluster/cluster-on-demand -p dataset=NAME -p n_clusters=K``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import shutil
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from flows.pipeline import cluster_flow, recluster_flow
+from storage import ArtifactIntegrityError, open_store
+from storage.datasets import DatasetStore
+from tasks.datasets import register_data
+from tasks.results import run_summary
+from tasks.runs import list_runs
+
+__all__ = ["CLUSTER_DEPLOYMENT", "INBOX_DEPLOYMENT", "main", "recluster_inbox"]
+
+#: Deployment names, as ``<flow name>/<deployment name>``.
+INBOX_DEPLOYMENT = "fastmice-recluster-inbox/inbox-recluster"
+CLUSTER_DEPLOYMENT = "fastmice-cluster/cluster-on-demand"
+
+PROCESSED, REJECTED = "processed", "rejected"
+
+
+def _pending(inbox: Path) -> list[Path]:
+    """The batch files waiting in ``inbox``, in name order (hidden files are being written)."""
+    return sorted(p for p in inbox.glob("*.npz") if p.is_file() and not p.name.startswith("."))
+
+
+def _move(path: Path, folder: Path) -> Path:
+    """Move ``path`` into ``folder``; a name already there gets a UTC time stamp."""
+    folder.mkdir(exist_ok=True)
+    target = folder / path.name
+    if target.exists():
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        target = folder / f"{path.stem}.{stamp}{path.suffix}"
+    shutil.move(path, target)
+    return target
+
+
+def _check_bound(**parameters: Any) -> None:
+    """Reject a ``{{ $VAR }}`` that ``prefect deploy`` left in place (the variable was unset)."""
+    for name, value in parameters.items():
+        if isinstance(value, str) and "{{" in value:
+            raise ValueError(f"{name}={value!r} is an unresolved prefect.yaml placeholder; "
+                             f"export the variable and run `prefect deploy` again.")
+
+
+def _runner_options(dask_address: str | None) -> dict[str, Any]:
+    """``with_options`` of the pipeline flows: a DaskTaskRunner, or nothing (their threads)."""
+    if not dask_address:
+        return {}
+    from prefect_dask import DaskTaskRunner  # the optional "dask" extra
+
+    return {"task_runner": DaskTaskRunner(address=dask_address)}
+
+
+@flow(name="fastmice-recluster-inbox")
+def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
+                    store_url: str | None = None, n_groups: int = 20, seed: int = 0,
+                    dask_address: str | None = None) -> dict[str, Any]:
+    """Register the inbox's new batch files, then cluster or recluster the dataset.
+
+    Calls :func:`tasks.datasets.register_data` per file, then
+    :func:`flows.pipeline.cluster_flow` or :func:`flows.pipeline.recluster_flow` (or
+    neither). Reads and writes the dataset record, the run records and the inbox folders.
+
+    Parameters
+    ----------
+    inbox : str
+        Folder of incoming ``.npz`` batch files.
+    dataset : str
+        Dataset name in the store.
+    n_clusters : int, optional
+        k of the first run; required until the dataset has a run (later runs reuse the
+        latest run's parameters).
+    store_url : str, optional
+        Default: ``$FASTMICE_STORE`` or ``./.fastmice``.
+    n_groups, seed : int, default=20, 0
+        Of the first run.
+    dask_address : str, optional
+        ``tcp://host:8786`` of a Dask scheduler to fan the view groups out on (default, or
+        ``""``: the pipeline's thread runner).
+
+    Returns
+    -------
+    summary : dict
+        ``dataset``, ``action`` (``"cluster"``, ``"recluster"`` or ``"none"``), the file
+        names ``ingested``, ``duplicates`` (already stored) and ``rejected``, and ``run``:
+        the run summary of the new run, or of the latest one when nothing changed (``None``
+        while the dataset does not exist).
+
+    Raises
+    ------
+    ValueError
+        If the dataset has no run yet and ``n_clusters`` is not given, or a parameter is
+        an unresolved ``{{ $VAR }}`` placeholder of ``infra/prefect.yaml``.
+    FileNotFoundError
+        If ``inbox`` is not a directory.
+    """
+    _check_bound(inbox=inbox, dataset=dataset, store_url=store_url, dask_address=dask_address)
+    logger = get_run_logger()
+    folder = Path(inbox)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"inbox={inbox!r} is not a directory.")
+    store = open_store(store_url)
+    datasets = DatasetStore(store)
+    runs = list_runs(store, dataset) if datasets.exists(dataset) else []
+    if not runs and n_clusters is None:
+        raise ValueError(f"n_clusters is required: dataset {dataset!r} has no run yet in "
+                         f"store {store.url}.")
+    options = _runner_options(dask_address)
+
+    ingested: list[str] = []
+    duplicates: list[str] = []
+    rejected: list[str] = []
+    for path in _pending(folder):
+        mode = "append" if datasets.exists(dataset) else "create"
+        try:
+            info = register_data(store.url, dataset, [str(path)], mode=mode)
+        except ArtifactIntegrityError:
+            raise  # the store is damaged, not the file
+        except (ValueError, TypeError) as exc:
+            moved = _move(path, folder / REJECTED)
+            moved.with_name(moved.name + ".error.txt").write_text(f"{exc}\n")
+            logger.error("rejected %s: %s", path.name, exc)
+            rejected.append(path.name)
+            continue
+        _move(path, folder / PROCESSED)  # only once its batch is stored
+        (ingested if info["written"] else duplicates).append(path.name)
+        logger.info("%s %s: dataset %s has %d samples in %d batches", path.name,
+                    "stored" if info["written"] else "was already stored", dataset,
+                    info["n_samples"], info["n_batches"])
+
+    result: dict[str, Any] = {"dataset": dataset, "action": "none", "ingested": ingested,
+                              "duplicates": duplicates, "rejected": rejected, "run": None}
+    if not datasets.exists(dataset):
+        logger.info("dataset %s does not exist yet and the inbox has no batch for it", dataset)
+        return result
+    fingerprint = datasets.manifest(dataset)["fingerprint"]
+    if not runs:
+        result["action"] = "cluster"
+        result["run"] = cluster_flow.with_options(**options)(
+            dataset, n_clusters, n_groups=n_groups, seed=seed, store_url=store.url)
+    elif runs[-1]["dataset_fingerprint"] != fingerprint:
+        result["action"] = "recluster"
+        result["run"] = recluster_flow.with_options(**options)(dataset, store_url=store.url)
+    else:
+        result["run"] = run_summary(runs[-1])
+        logger.info("nothing new: run %s covers every batch of %s", runs[-1]["run_id"],
+                    dataset)
+    return result
+
+
+# ---------------------------------------------------------------------------- serve
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m flows.deployments",
+        description="Serve the inbox-recluster (scheduled) and cluster-on-demand deployments.")
+    p.add_argument("--inbox", required=True, help="folder of incoming .npz batch files")
+    p.add_argument("--dataset", required=True, help="dataset name in the store")
+    p.add_argument("--n-clusters", type=int, default=None,
+                   help="k of the first run (required until the dataset has a run)")
+    p.add_argument("--store", default=None,
+                   help="store path or URL (default: $FASTMICE_STORE or ./.fastmice)")
+    p.add_argument("--groups", type=int, default=20, help="view groups of the first run")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="Dask scheduler (tcp://host:8786) for the view groups")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--cron", default="*/30 * * * *",
+                      help='schedule of the inbox run (UTC; default "*/30 * * * *")')
+    when.add_argument("--interval", type=float, default=None, metavar="SECONDS",
+                      help="run the inbox every SECONDS instead of on a cron schedule")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve both deployments until interrupted (needs ``PREFECT_API_URL`` for scheduling)."""
+    from prefect import serve
+    from prefect.deployments.runner import EntrypointType
+
+    # Under ``python -m`` this module is __main__: take the flow from its importable name,
+    # so that each run's subprocess can load it by module path.
+    from flows.deployments import recluster_inbox as inbox_flow
+
+    args = _parse_args(argv)
+    inbox = Path(args.inbox).resolve()
+    inbox.mkdir(parents=True, exist_ok=True)
+    store_url = open_store(args.store).url
+    schedule = ({"interval": args.interval} if args.interval is not None
+                else {"cron": args.cron})
+    parameters = {"inbox": str(inbox), "dataset": args.dataset, "n_clusters": args.n_clusters,
+                  "store_url": store_url, "n_groups": args.groups, "seed": args.seed,
+                  "dask_address": args.dask}
+    inbox_deployment = inbox_flow.to_deployment(
+        name=INBOX_DEPLOYMENT.split("/")[1], parameters=parameters, concurrency_limit=1,
+        description=f"Register new batch files of {inbox} into dataset {args.dataset!r} "
+                    f"and recluster it.",
+        tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH, **schedule)
+    cluster_deployment = cluster_flow.to_deployment(
+        name=CLUSTER_DEPLOYMENT.split("/")[1], parameters={"store_url": store_url},
+        description="Cluster a registered dataset on demand (-p dataset=NAME -p n_clusters=K).",
+        tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH)
+    serve(inbox_deployment, cluster_deployment)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Read multi-view data files and register them as dataset batches (Prefect-free).
+
+The command line calls these before it starts a flow, so that a bad file or a bad name is
+reported before anything is written; :mod:`tasks.datasets` wraps them as a Prefect task for
+deployed flows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fastmice
+from fastmice import datasets as fm_datasets
+from storage import NAME_PATTERN, ArtifactNotFoundError, content_key, validate_name
+from storage.datasets import DatasetStore, batch_fingerprint
+
+__all__ = ["VIEW_SUFFIXES", "default_dataset_name", "read_data", "register_batch"]
+
+#: File types accepted one file per view.
+VIEW_SUFFIXES = (".npy", ".parquet", ".csv")
+
+
+def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray | None]:
+    """Read a multi-view data set from files and validate its views.
+
+    Parameters
+    ----------
+    paths : sequence of path-like
+        One of: a single ``.npz`` holding ``view0 ... view{V-1}`` and optional ``labels``
+        (the layout of ``../shared/datasets/INDEX.md``); a single ``.mat``; one file per view
+        (``.npy``, ``.parquet``, ``.csv``; a single such file is a one-view data set); or a
+        directory of ``view*.npy`` / ``view*.npz`` files with an optional ``labels.npy``.
+
+    Returns
+    -------
+    Xs : list of ndarray or csr_matrix, each of shape (n_samples, n_features_v)
+        Validated by :func:`fastmice.check_views` (float32/float64, finite, equal rows).
+    labels : ndarray of shape (n_samples,) or None
+        Ground truth, if the data carry it (used only for scores and a default k).
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist.
+    ValueError
+        For an unreadable file, a wrong layout or views with different numbers of samples.
+    """
+    files = [Path(p) for p in paths]
+    if not files:
+        raise ValueError("No data given: pass a .npz, a .mat, one file per view, or a "
+                         "directory of view*.npy files.")
+    for f in files:
+        if not f.exists():
+            raise FileNotFoundError(f"No such file or directory: {f}")
+    if len(files) == 1 and files[0].is_dir():
+        Xs, labels = fm_datasets.load_views(files[0])
+    elif len(files) == 1 and files[0].suffix.lower() == ".npz":
+        Xs, labels = fm_datasets.load_npz(files[0])
+    elif len(files) == 1 and files[0].suffix.lower() == ".mat":
+        Xs, labels = fm_datasets.load_mat(files[0])
+    else:
+        for f in files:
+            if f.is_dir() or f.suffix.lower() not in VIEW_SUFFIXES:
+                raise ValueError(
+                    f"{f}: expected one .npz, one .mat or one directory alone, or one "
+                    f"{'/'.join(VIEW_SUFFIXES)} file per view.")
+        Xs, labels = fm_datasets.load_views(files)
+    return fastmice.check_views(Xs), labels
+
+
+def default_dataset_name(paths: Sequence[str | os.PathLike]) -> str:
+    """A dataset name derived from the data's file name (``Hdigit.npz`` -> ``Hdigit``).
+
+    One file or directory gives its stem; several per-view files give their folder's name.
+
+    Raises
+    ------
+    ValueError
+        If no valid name (``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``) can be derived.
+    """
+    files = [Path(p) for p in paths]
+    source = files[0].resolve() if files else Path()
+    stem = source.name if source.is_dir() else source.stem
+    if len(files) > 1:
+        stem = source.parent.name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:100]
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise ValueError(f"Cannot derive a dataset name from {os.fspath(files[0])!r}; "
+                         f"pass one with --name.")
+    return name
+
+
+def _same_views(batch: dict[str, Any], view_keys: list[str]) -> bool:
+    return [ref["key"] for ref in batch["views"]] == view_keys
+
+
+def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | None,
+                   *, mode: str) -> tuple[dict[str, Any], bool]:
+    """Register views as a dataset (``mode="create"``) or as its next batch (``"append"``).
+
+    Both are idempotent: creating a dataset that holds exactly these samples, or appending a
+    batch whose views equal one the dataset already has, changes nothing.
+
+    Parameters
+    ----------
+    store : store
+        From :func:`storage.open_store`.
+    name : str
+        Dataset name.
+    Xs : list of ndarray or csr_matrix
+        Validated views (see :func:`read_data`).
+    labels : ndarray of shape (n_samples,) or None
+    mode : {"create", "append"}
+
+    Returns
+    -------
+    manifest : dict
+        The dataset's manifest after the call.
+    written : bool
+        Whether a batch was written.
+
+    Raises
+    ------
+    ValueError
+        If ``mode="create"`` and the dataset exists with other data, or the batch does not
+        match the dataset (views, features, dtypes; from :class:`DatasetStore`).
+    ArtifactNotFoundError
+        If ``mode="append"`` and the dataset does not exist.
+    """
+    validate_name(name, "dataset name")
+    datasets = DatasetStore(store)
+    if mode == "create":
+        if not datasets.exists(name):
+            return datasets.create(name, Xs, labels=labels), True
+        manifest = datasets.manifest(name)
+        ids = np.arange(Xs[0].shape[0], dtype=np.int64)
+        if len(manifest["batches"]) == 1 and \
+                manifest["batches"][0]["fingerprint"] == batch_fingerprint(Xs, ids):
+            return manifest, False
+        raise ValueError(
+            f"Dataset {name!r} already exists in store {store.url} with other data "
+            f"({manifest['n_samples']} samples in {len(manifest['batches'])} batch(es)); pass "
+            f"another --name, add new samples with `fastmice append {name} DATA`, or relabel "
+            f"it with `fastmice recluster {name}`.")
+    if mode == "append":
+        if not datasets.exists(name):
+            raise ArtifactNotFoundError(f"Unknown dataset {name!r} in store {store.url}; create "
+                                        f"it with `fastmice cluster DATA --name {name}`.")
+        manifest = datasets.manifest(name)
+        view_keys = [content_key(X) for X in Xs] if len(Xs) == manifest["n_views"] else []
+        if any(_same_views(b, view_keys) for b in manifest["batches"]):
+            return manifest, False
+        return datasets.append(name, Xs, labels=labels), True
+    raise ValueError(f"mode={mode!r} is not valid; expected 'create' or 'append'.")

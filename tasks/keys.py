@@ -1,0 +1,153 @@
+"""Content keys of the pipeline's artifacts, and the small refs the tasks pass around.
+
+Prefect-free: the command line and the cache-key functions use it without starting a flow.
+
+Every key is ``content_key(tag, what it was computed from, parameters, CODE_VERSION)``::
+
+    view groups    = (anchor-batch fingerprints, ensemble parameters, start, count)
+    group anchors  = (anchor-batch fingerprints, spec)
+    graph rows     = (group-anchors key, batch fingerprint)        # one piece per batch
+    base labels    = ([graph-rows keys, in batch order], spec)
+    consensus      = ([base-labels keys, in group order], n_clusters, root seed)
+    labels table   = (consensus key, [batch fingerprints])
+
+The *anchor batches* are the batches a view group's anchors were drawn from (those of the
+dataset when the ensemble was created); graph rows of any later batch are placed with those
+anchors, so a batch's rows never change once computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import fastmice
+from storage import content_key
+
+__all__ = [
+    "ANCHORS",
+    "BASE_LABELS",
+    "BASE_PARTITION",
+    "CONSENSUS",
+    "GRAPH_ROWS",
+    "LABELS",
+    "RUN",
+    "VIEW_GROUPS",
+    "anchors_key",
+    "base_key",
+    "consensus_key",
+    "dataset_ref",
+    "group_row_keys",
+    "labels_key",
+    "rows_key",
+    "specs_key",
+    "stored_refs",
+]
+
+# Artifact kinds (nouns) and the run-record kind.
+VIEW_GROUPS = "view-groups"
+ANCHORS = "group-anchors"
+GRAPH_ROWS = "anchor-graph"
+BASE_LABELS = "base-labels"
+BASE_PARTITION = "base-partition"
+CONSENSUS = "consensus"
+LABELS = "labels"
+RUN = "run"
+
+
+def dataset_ref(manifest: Mapping[str, Any], batch_ids: Sequence[int] | None = None) -> dict:
+    """A small, JSON-able reference to some batches of a registered dataset.
+
+    Parameters
+    ----------
+    manifest : dict
+        ``DatasetStore.manifest(name)``.
+    batch_ids : sequence of int, optional
+        The batches, in order (default: all).
+
+    Returns
+    -------
+    ref : dict
+        ``name``, ``n_views``, ``n_features``, ``n_samples`` (of the chosen batches),
+        ``fingerprint`` (``content_key`` of their fingerprints) and ``batches``: a list of
+        ``{"batch_id", "fingerprint", "n_samples"}``.
+
+    Raises
+    ------
+    ValueError
+        If a batch id is not in the dataset.
+    """
+    batches = manifest["batches"]
+    ids = [b["batch_id"] for b in batches] if batch_ids is None else list(batch_ids)
+    known = {b["batch_id"]: b for b in batches}
+    missing = [b for b in ids if b not in known]
+    if missing:
+        raise ValueError(f"Dataset {manifest['name']!r} has no batch {missing}; it has batches "
+                         f"{sorted(known)}.")
+    chosen = [{"batch_id": int(b), "fingerprint": known[b]["fingerprint"],
+               "n_samples": int(known[b]["n_samples"])} for b in ids]
+    return {
+        "name": manifest["name"],
+        "n_views": int(manifest["n_views"]),
+        "n_features": [int(d) for d in manifest["n_features"]],
+        "n_samples": sum(b["n_samples"] for b in chosen),
+        "fingerprint": content_key([b["fingerprint"] for b in chosen]),
+        "batches": chosen,
+    }
+
+
+def _fingerprints(data: Mapping[str, Any]) -> list[str]:
+    return [b["fingerprint"] for b in data["batches"]]
+
+
+def specs_key(anchor_data: Mapping[str, Any], params: Mapping[str, Any], start: int,
+              n_groups: int) -> str:
+    """Key of the drawn view-group specs ``start .. start + n_groups - 1``."""
+    drawn = {k: params[k] for k in ("n_clusters", "metric", "n_anchors", "n_neighbors",
+                                    "feature_ratio", "base_clusters", "seed")}
+    return content_key(VIEW_GROUPS, _fingerprints(anchor_data), drawn, int(start),
+                       int(n_groups), fastmice.CODE_VERSION)
+
+
+def anchors_key(anchor_data: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
+    """Key of a group's anchors (and of the graph built with them)."""
+    return content_key(ANCHORS, _fingerprints(anchor_data), dict(spec), fastmice.CODE_VERSION)
+
+
+def rows_key(anchors: str, batch_fingerprint: str) -> str:
+    """Key of one batch's rows of a group's graph, placed with the anchors ``anchors``."""
+    return content_key(GRAPH_ROWS, anchors, batch_fingerprint, fastmice.CODE_VERSION)
+
+
+def group_row_keys(anchor_data: Mapping[str, Any], data: Mapping[str, Any],
+                   spec: Mapping[str, Any]) -> list[str]:
+    """Keys of the graph rows of every batch of ``data``, in batch order."""
+    anchors = anchors_key(anchor_data, spec)
+    return [rows_key(anchors, fp) for fp in _fingerprints(data)]
+
+
+def base_key(row_keys: Sequence[str], spec: Mapping[str, Any]) -> str:
+    """Key of a group's base clustering of the samples whose graph rows are ``row_keys``."""
+    return content_key(BASE_LABELS, list(row_keys), dict(spec), fastmice.CODE_VERSION)
+
+
+def consensus_key(base_keys: Sequence[str], n_clusters: int, seed: int) -> str:
+    """Key of the consensus of the base clusterings ``base_keys`` (in group order)."""
+    return content_key(CONSENSUS, list(base_keys), int(n_clusters), int(seed),
+                       fastmice.CODE_VERSION)
+
+
+def labels_key(consensus: str, data: Mapping[str, Any]) -> str:
+    """Key of the labels table (sample ids + labels) of a consensus over ``data``."""
+    return content_key(LABELS, consensus, _fingerprints(data), fastmice.CODE_VERSION)
+
+
+def stored_refs(store: Any, outputs: Sequence[tuple[str, str]]) -> list[dict] | None:
+    """Refs (dicts) of the artifacts ``outputs`` if every one is stored and valid, else None.
+
+    ``store.exists`` checksums each artifact; a corrupt one counts as missing (and is
+    quarantined by the store), so the caller recomputes it.
+    """
+    if not all(store.exists(kind, key) for kind, key in outputs):
+        return None
+    return [store.ref(kind, key).to_dict() for kind, key in outputs]

@@ -1,0 +1,159 @@
+"""The flows end to end on small data: identical labels to the library, and reuse counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastmice
+from storage.datasets import DatasetStore
+from tasks.ingest import register_batch
+from tasks.keys import BASE_LABELS, RUN
+
+pytestmark = pytest.mark.flows
+
+K, M, ANCHORS, SEED = 4, 5, 60, 3
+
+
+def _labels(store, summary):
+    record = store.read_record(RUN, summary["run_id"])
+    return store.get(record["labels"]).column("label").to_numpy()
+
+
+def _library(Xs, n_groups=M):
+    return fastmice.FastMICE(K, n_groups=n_groups, n_anchors=ANCHORS,
+                             random_state=SEED).fit(Xs).labels_
+
+
+def _cluster(store, runner=None, **kwargs):
+    from flows.pipeline import cluster_flow
+
+    flow = cluster_flow if runner is None else cluster_flow.with_options(task_runner=runner)
+    return flow(dataset="blobs", n_clusters=K, n_groups=M, seed=SEED, store_url=store.url,
+                n_anchors=ANCHORS, **kwargs)
+
+
+def test_rerun_computes_nothing_and_labels_equal_the_library(prefect_api, registered, blobs):
+    Xs, y = blobs
+    first = _cluster(registered)
+    assert (first["groups_computed"], first["groups_reused"]) == (M, 0)
+    assert first["work"] == {"graphs_built": M, "row_batches_computed": 0,
+                             "row_batches_reused": 0, "base_clusterings": M, "consensus": True}
+    expected = _library(Xs)
+    np.testing.assert_array_equal(_labels(registered, first), expected)
+    assert first["scores"] == fastmice.metrics.clustering_scores(y, expected)
+
+    rerun = _cluster(registered)
+    assert (rerun["groups_computed"], rerun["groups_reused"]) == (0, M)
+    assert rerun["work"] == {"graphs_built": 0, "row_batches_computed": 0,
+                             "row_batches_reused": 0, "base_clusterings": 0, "consensus": False}
+    np.testing.assert_array_equal(_labels(registered, rerun), expected)
+    assert rerun["run_id"] != first["run_id"]
+    record = registered.read_record(RUN, rerun["run_id"])
+    assert record["dataset_fingerprint"] == DatasetStore(registered).manifest("blobs")[
+        "fingerprint"]
+    assert [g["computed"] for g in record["groups"]] == [False] * M
+
+
+def test_serial_runner_gives_the_same_labels(prefect_api, registered, blobs):
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    summary = _cluster(registered, ThreadPoolTaskRunner(max_workers=1))
+    np.testing.assert_array_equal(_labels(registered, summary), _library(blobs[0]))
+
+
+def test_failed_group_fails_the_run_and_a_rerun_computes_only_it(prefect_api, registered,
+                                                                 blobs, monkeypatch):
+    from flows.pipeline import GroupsFailedError
+
+    real = fastmice.cluster_group
+
+    def broken(B, spec):
+        if spec.group_index == 2:
+            raise ValueError("injected failure")
+        return real(B, spec)
+
+    monkeypatch.setattr(fastmice, "cluster_group", broken)
+    with pytest.raises(GroupsFailedError,
+                       match=r"1 of 5 view groups failed: group 2 \(base-2: .*injected failure"):
+        _cluster(registered)
+    assert len(registered.list(BASE_LABELS)) == M - 1  # the others finished and are stored
+    assert registered.list_records(RUN) == []
+
+    monkeypatch.setattr(fastmice, "cluster_group", real)
+    resumed = _cluster(registered)
+    assert (resumed["groups_computed"], resumed["groups_reused"]) == (1, M - 1)
+    assert resumed["work"]["graphs_built"] == 0 and resumed["work"]["base_clusterings"] == 1
+    np.testing.assert_array_equal(_labels(registered, resumed), _library(blobs[0]))
+
+
+def test_extend_computes_only_the_new_groups(prefect_api, registered, blobs):
+    from flows.pipeline import extend_flow
+
+    first = _cluster(registered)
+    extended = extend_flow(run_id=first["run_id"], n_groups=3, store_url=registered.url)
+    assert extended["n_groups"] == M + 3 and extended["parent_run"] == first["run_id"]
+    assert (extended["groups_computed"], extended["groups_reused"]) == (3, M)
+    assert extended["work"]["graphs_built"] == 3 and extended["work"]["consensus"]
+    np.testing.assert_array_equal(_labels(registered, extended),
+                                  _library(blobs[0], n_groups=M + 3))
+    record = registered.read_record(RUN, extended["run_id"])
+    assert [g["computed"] for g in record["groups"]] == [False] * M + [True] * 3
+
+
+def _reference_recluster(Xs_old, Xs_new, n_samples_anchor):
+    """The recluster composed from library calls: anchors from the old batch only."""
+    seed = fastmice.resolve_seed(SEED)
+    specs = fastmice.draw_view_groups([X.shape[1] for X in Xs_old], n_samples_anchor, K,
+                                      seed=seed, n_groups=M, n_anchors=ANCHORS)
+    base = []
+    for spec in specs:
+        B_old, anchors = fastmice.build_group_graph(Xs_old, spec)
+        B_new = fastmice.transform_group_graph(Xs_new, spec, anchors)
+        base.append(fastmice.cluster_group(sp.vstack([B_old, B_new], format="csr"),
+                                           spec).labels_)
+    return fastmice.consensus_partition(np.column_stack(base), K, seed=seed).labels_
+
+
+def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, blobs,
+                                                          split_batches):
+    from flows.pipeline import recluster_flow
+
+    Xs, y = blobs
+    (X0, y0), (X1, y1) = split_batches(Xs, y, [500, 100])
+    register_batch(store, "blobs", X0, y0, mode="create")
+    first = _cluster(store)
+    assert first["n_samples"] == 500
+    register_batch(store, "blobs", X1, y1, mode="append")
+
+    summary = recluster_flow(dataset="blobs", store_url=store.url)
+    assert summary["n_samples"] == 600 and summary["parent_run"] == first["run_id"]
+    assert summary["work"] == {"graphs_built": 0, "row_batches_computed": M,
+                               "row_batches_reused": 0, "base_clusterings": M,
+                               "consensus": True}
+    labels = _labels(store, summary)
+    np.testing.assert_array_equal(labels, _reference_recluster(X0, X1, 500))
+    assert summary["scores"]["nmi"] > 0.9
+    record = store.read_record(RUN, summary["run_id"])
+    assert record["batches"] == [0, 1] and record["anchor_batches"] == [0]
+
+    again = recluster_flow(dataset="blobs", store_url=store.url)
+    assert again["groups_computed"] == 0 and again["work"]["row_batches_reused"] == M
+    np.testing.assert_array_equal(_labels(store, again), labels)
+
+    refreshed = recluster_flow(dataset="blobs", store_url=store.url, refresh_anchors=True)
+    assert refreshed["work"]["graphs_built"] == M
+    union = [np.vstack([a, b]) for a, b in zip(X0, X1, strict=True)]
+    np.testing.assert_array_equal(_labels(store, refreshed), _library(union))
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_gives_the_same_labels(prefect_api, registered, blobs):
+    from prefect_dask import DaskTaskRunner
+
+    runner = DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1,
+                                            "processes": True, "dashboard_address": None})
+    summary = _cluster(registered, runner)
+    assert summary["groups_computed"] == M
+    np.testing.assert_array_equal(_labels(registered, summary), _library(blobs[0]))
