@@ -13,7 +13,7 @@ T           the first ``fastmice cluster DIR --k 100 --groups 20``
 R           the same command again on the same store (everything reused)
 E           ``fastmice extend RUN --groups 10`` on T's run (20 -> 30 groups)
 T30         a fresh 30-group run, for comparison with E
-L           ``FastMICE(n_clusters=100, n_groups=20, random_state=0).fit(Xs)`` in one process
+L           ``FastMICE(100, n_groups=20, random_state=0, n_jobs=2).fit(Xs)`` in one process
 ==========  ==================================================================================
 
 Bars: ``R <= F + 0.1 (T - F)``; ``E <= 0.6 T30``; ``T <= 1.2 L + F``. Prints a markdown
@@ -220,7 +220,8 @@ def _kill_group(pid: int) -> None:
 # ---------------------------------------------------------------------------- library
 
 
-def library_fit(data_dir: Path, k: int, n_groups: int, seed: int) -> dict[str, float]:
+def library_fit(data_dir: Path, k: int, n_groups: int, seed: int,
+                n_jobs: int | None) -> dict[str, float]:
     """Load the views and time ``FastMICE(...).fit`` in this process (the library baseline)."""
     from fastmice import FastMICE
     from fastmice.datasets import load_views
@@ -228,9 +229,9 @@ def library_fit(data_dir: Path, k: int, n_groups: int, seed: int) -> dict[str, f
     start = time.perf_counter()
     Xs, _ = load_views(data_dir)
     loaded = time.perf_counter()
-    FastMICE(n_clusters=k, n_groups=n_groups, random_state=seed).fit(Xs)
+    FastMICE(n_clusters=k, n_groups=n_groups, random_state=seed, n_jobs=n_jobs).fit(Xs)
     done = time.perf_counter()
-    return {"load_seconds": loaded - start, "fit_seconds": done - loaded}
+    return {"load_seconds": loaded - start, "fit_seconds": done - loaded, "n_jobs": n_jobs}
 
 
 # ---------------------------------------------------------------------------- main
@@ -299,7 +300,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     runs["T30"] = cluster("T30", data_dir, "store-fresh", args.k, total)
     lib_cmd = [sys.executable, str(Path(__file__).resolve()), "--library-only",
                "--data-dir", str(data_dir), "--k", str(args.k), "--groups", str(args.groups),
-               "--seed", str(args.seed)]
+               "--seed", str(args.seed), "--library-jobs", str(args.library_jobs)]
     runs["L"] = measure("L", lib_cmd)
 
     if not args.keep:
@@ -378,6 +379,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--groups", type=int, default=20)
     p.add_argument("--extend-groups", type=int, default=10)
+    p.add_argument("--library-jobs", type=int, default=2,
+                   help="n_jobs of the library baseline L (default 2: the pipeline's thread "
+                   "pool has 2 workers)")
     p.add_argument("--tiny", type=int, default=200, help="samples of the fixed-cost run")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="cached data (default /tmp/fastmice-100k for the full size)")
@@ -402,7 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns 0 when every bar passes."""
     args = parse_args(argv)
     if args.library_only:
-        print(json.dumps(library_fit(args.data_dir, args.k, args.groups, args.seed)))
+        print(json.dumps(library_fit(args.data_dir, args.k, args.groups, args.seed,
+                                     args.library_jobs)))
         return 0
     report = benchmark(args)
     print(json.dumps(report, indent=2) if args.json else markdown(report))
