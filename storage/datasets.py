@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ RECORD_KIND = "dataset"
 VIEW_KIND = "dataset-view"
 IDS_KIND = "dataset-ids"
 LABELS_KIND = "dataset-labels"
+_IO_THREADS = min(4, os.cpu_count() or 1)
 
 
 def batch_fingerprint(Xs: Sequence[Any], ids: Any) -> str:
@@ -51,7 +53,9 @@ def batch_fingerprint(Xs: Sequence[Any], ids: Any) -> str:
     fingerprint : str
         What :meth:`DatasetStore.manifest` lists for the batch, for the same views and ids.
     """
-    return content_key({"views": list(Xs), "ids": ids})
+    with ThreadPoolExecutor(max_workers=max(1, min(len(Xs), _IO_THREADS))) as pool:
+        parts = list(pool.map(lambda v: canonical(Xs[v], f"view {v}"), range(len(Xs))))
+    return key_of_canonical([{"views": parts, "ids": canonical(ids, "ids")}])
 
 
 def dataset_fingerprint(batch_fingerprints: Sequence[str]) -> str:
@@ -311,20 +315,25 @@ class DatasetStore:
                     f"labels must be a 1-D numeric or string array of {n} values (one per "
                     f"sample); got shape {labels.shape} and dtype {labels.dtype}."
                 )
-        # Hash each view once: its artifact key and the batch fingerprint both derive from it.
-        view_parts = [canonical(X, f"view {v}") for v, X in enumerate(views)]
-        ids_part = canonical(ids, "ids")
-        fingerprint = key_of_canonical([{"views": view_parts, "ids": ids_part}])
         put = self.store.put
+
+        def hash_and_put(v: int) -> tuple[Any, dict[str, Any]]:
+            # Hash each view once: its artifact key and the batch fingerprint derive from it.
+            part = canonical(views[v], f"view {v}")
+            return part, put(VIEW_KIND, key_of_canonical([part]), views[v]).to_dict()
+
+        # Views side by side: sha256 and file writes release the GIL, and a large batch is
+        # bound by them (hashing, page-cache copies), not by Python.
+        with ThreadPoolExecutor(max_workers=min(len(views), _IO_THREADS)) as pool:
+            view_parts, view_refs = zip(*pool.map(hash_and_put, range(len(views))), strict=True)
+        ids_part = canonical(ids, "ids")
+        fingerprint = key_of_canonical([{"views": list(view_parts), "ids": ids_part}])
         batch = {
             "batch_id": len(manifest["batches"]),
             "n_samples": n,
             "first_row": manifest["n_samples"],
             "fingerprint": fingerprint,
-            "views": [
-                put(VIEW_KIND, key_of_canonical([part]), X).to_dict()
-                for part, X in zip(view_parts, views, strict=True)
-            ],
+            "views": list(view_refs),
             "ids": put(IDS_KIND, key_of_canonical([ids_part]), ids).to_dict(),
             "labels": None
             if labels is None

@@ -41,6 +41,8 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
     -------
     Xs : list of ndarray or csr_matrix, each of shape (n_samples, n_features_v)
         Validated by :func:`fastmice.check_views` (float32/float64, finite, equal rows).
+        ``.npy`` views are memory-mapped read-only, not read: a large data set is then
+        checked and copied into the store without a second copy in memory.
     labels : ndarray of shape (n_samples,) or None
         Ground truth, if the data carry it (used only for scores and a default k).
 
@@ -59,7 +61,7 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
         if not f.exists():
             raise FileNotFoundError(f"No such file or directory: {f}")
     if len(files) == 1 and files[0].is_dir():
-        Xs, labels = fm_datasets.load_views(files[0])
+        Xs, labels = fm_datasets.load_views(files[0], mmap_mode="r")
     elif len(files) == 1 and files[0].suffix.lower() == ".npz":
         Xs, labels = fm_datasets.load_npz(files[0])
     elif len(files) == 1 and files[0].suffix.lower() == ".mat":
@@ -70,7 +72,7 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
                 raise ValueError(
                     f"{f}: expected one .npz, one .mat or one directory alone, or one "
                     f"{'/'.join(VIEW_SUFFIXES)} file per view.")
-        Xs, labels = fm_datasets.load_views(files)
+        Xs, labels = fm_datasets.load_views(files, mmap_mode="r")
     return fastmice.check_views(Xs), labels
 
 

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import storage._codecs
-from storage import ArtifactNotFoundError, FsspecStore, LocalStore, content_key, open_store
+from storage import (
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+    FsspecStore,
+    LocalStore,
+    content_key,
+    open_store,
+)
+from storage import local as local_module
 
 
 def _visible_files(root):
@@ -163,3 +173,33 @@ def test_record_versions_without_hard_links(local_store, monkeypatch):
     assert local_store.write_record("run", "r", {"a": 2}) == 2
     assert local_store.read_record("run", "r", version=1) == {"a": 1}
     assert not list(local_store.root.rglob(".tmp-*"))
+
+
+def test_a_file_is_hashed_once_per_process_while_it_is_unchanged(local_store, monkeypatch):
+    monkeypatch.setattr(local_module, "_RACY_NS", 0)  # remember even a file just written
+    x = np.arange(1000.0)
+    ref = local_store.put("anchors", content_key(x), x)
+    local_store.get(ref)  # hashes the file and remembers its sha256
+    calls = []
+    real = hashlib.file_digest
+    monkeypatch.setattr(hashlib, "file_digest",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    np.testing.assert_array_equal(local_store.get(ref, mmap=True), x)
+    assert calls == []
+
+    time.sleep(0.05)  # past the file-time tick of the write above
+    data = next((local_store.root / "anchors").rglob("data.npy"))
+    raw = bytearray(data.read_bytes())
+    raw[-8:] = b"\xff" * 8  # same size, changed in place
+    data.write_bytes(bytes(raw))
+    with pytest.raises(ArtifactIntegrityError, match="sha256 mismatch"):
+        local_store.get(ref)
+    assert calls == [1]
+
+
+def test_a_file_changed_just_before_hashing_is_not_remembered(local_store):
+    x = np.arange(10.0)
+    local_store.put("anchors", content_key(x), x)
+    before = dict(local_module._digests)
+    local_store.get(local_store.ref("anchors", content_key(x)))
+    assert local_module._digests == before
