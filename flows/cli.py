@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -183,9 +184,38 @@ def _task_runner(address: str | None) -> Any:
     return DaskTaskRunner(address=address if "://" in address else f"tcp://{address}")
 
 
+_api_start: threading.Thread | None = None
+
+
+def _start_embedded_api() -> None:
+    """Start Prefect's embedded API server now, in the background, if no server is set.
+
+    The server is a subprocess that takes ~10 s to be ready; started while the data are
+    copied into the store, it is ready sooner. Call it while file
+    descriptor 1 is redirected: the server inherits it. :func:`_run_flow` waits for it.
+    """
+    global _api_start
+    # Imported here, in the main thread: importing prefect from two threads at once can
+    # hand one of them a partially initialised module.
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+
+    def start() -> None:
+        with contextlib.suppress(Exception):  # the flow run starts it again and reports why
+            SubprocessASGIServer().start()
+
+    _api_start = threading.Thread(target=start, name="fastmice-api-start", daemon=True)
+    _api_start.start()
+
+
 def _run_flow(flow_name: str, args: argparse.Namespace, output: _Output,
               **parameters: Any) -> dict[str, Any]:
     """Run one of the pipeline's flows in this process, with the progress bar."""
+    if _api_start is not None:
+        _api_start.join()  # the flow must not find a server that is started but not ready
     from flows import pipeline
     from flows.progress import listen
 
@@ -244,13 +274,21 @@ def _run_text(summary: dict[str, Any]) -> str:
 
 def _cmd_cluster(args: argparse.Namespace, output: _Output) -> None:
     from storage import open_store, validate_name
-    from tasks.ingest import default_dataset_name, read_data, register_batch
-    from tasks.params import ensemble_params
+    from tasks.ingest import default_dataset_name
 
     out = _check_out(args.out)
     store = open_store(args.store)
     name = args.name if args.name is not None else default_dataset_name(args.data)
     validate_name(name, "dataset name (--name)")
+    with output.redirected():
+        _cluster(args, output, store, name, out)
+
+
+def _cluster(args: argparse.Namespace, output: _Output, store: Any, name: str,
+             out: Path | None) -> None:
+    from tasks.ingest import read_data, register_batch
+    from tasks.params import ensemble_params
+
     Xs, labels = read_data(args.data)
     k = args.k
     if k is None:
@@ -269,16 +307,16 @@ def _cmd_cluster(args: argparse.Namespace, output: _Output) -> None:
         from tasks.runs import new_run_id
 
         new_run_id(store, name, args.run_name)
+    _start_embedded_api()  # the input is valid: start Prefect while the data are stored
     _, registered = register_batch(store, name, Xs, labels, mode="create")
     del Xs
-    with output.redirected():
-        summary = _run_flow("cluster_flow", args, output, dataset=name, n_clusters=k,
-                            n_groups=args.groups, seed=args.seed, metric=args.metric,
-                            store_url=store.url, run_name=args.run_name,
-                            n_anchors=args.anchors, n_neighbors=args.neighbors)
-        summary["dataset_registered"] = registered
-        _write_out(store, summary, out)
-        output.result(summary, _run_text(summary))
+    summary = _run_flow("cluster_flow", args, output, dataset=name, n_clusters=k,
+                        n_groups=args.groups, seed=args.seed, metric=args.metric,
+                        store_url=store.url, run_name=args.run_name,
+                        n_anchors=args.anchors, n_neighbors=args.neighbors)
+    summary["dataset_registered"] = registered
+    _write_out(store, summary, out)
+    output.result(summary, _run_text(summary))
 
 
 def _cmd_extend(args: argparse.Namespace, output: _Output) -> None:
