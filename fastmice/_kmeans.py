@@ -7,10 +7,16 @@ points into them, and replicates compared by the sum of *non-squared* distances.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["litekmeans"]
+
+#: n_samples * n_clusters from which replicates run in threads (below it, threads cost more).
+_PARALLEL_WORK = 1_000_000
 
 
 def row_sq_norms(X) -> np.ndarray:
@@ -55,10 +61,10 @@ def _assign(X, centers: np.ndarray,
     return labels, products[np.arange(products.shape[0]), labels]
 
 
-def _single_run(X, n_clusters: int, cosine: bool, max_iter: int, rng: np.random.Generator,
+def _single_run(X, n_clusters: int, cosine: bool, max_iter: int, init_rows: np.ndarray,
                 x_sq: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     n_samples = X.shape[0]
-    centers = _dense_rows(X, np.sort(rng.choice(n_samples, n_clusters, replace=False)))
+    centers = _dense_rows(X, init_rows)
     last = None
     labels = np.zeros(n_samples, dtype=np.intp)
     for _ in range(max_iter):
@@ -120,12 +126,24 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
         raise ValueError(f"n_samples={X.shape[0]} must be >= n_clusters={n_clusters} for k-means.")
     cosine = metric == "cosine"
     x_sq = None if cosine else row_sq_norms(X)
-    best = None
-    for _ in range(n_init):
-        labels, centers = _single_run(X, n_clusters, cosine, max_iter, rng, x_sq)
-        if n_init == 1:
-            return labels, centers
-        total = _sum_of_distances(X, labels, centers, cosine, x_sq)
-        if best is None or total < best[0]:
-            best = (total, labels, centers)
+    # Every replicate's initial rows are drawn first, in replicate order: the replicates are
+    # then independent and may run side by side with the same result.
+    inits = [np.sort(rng.choice(X.shape[0], n_clusters, replace=False)) for _ in range(n_init)]
+    if n_init == 1:
+        return _single_run(X, n_clusters, cosine, max_iter, inits[0], x_sq)
+
+    def replicate(init_rows: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        labels, centers = _single_run(X, n_clusters, cosine, max_iter, init_rows, x_sq)
+        return _sum_of_distances(X, labels, centers, cosine, x_sq), labels, centers
+
+    workers = min(n_init, os.cpu_count() or 1) if X.shape[0] * n_clusters >= _PARALLEL_WORK else 1
+    if workers > 1:  # numpy and BLAS release the GIL on work of this size
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            runs = list(pool.map(replicate, inits))
+    else:
+        runs = [replicate(init_rows) for init_rows in inits]
+    best = runs[0]
+    for run in runs[1:]:  # the first of equal totals wins, as in a sequential loop
+        if run[0] < best[0]:
+            best = run
     return best[1], best[2]

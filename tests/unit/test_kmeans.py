@@ -54,3 +54,15 @@ def test_sparse_and_dense_agree():
 def test_fewer_samples_than_clusters_is_an_error():
     with pytest.raises(ValueError, match="n_samples=2 must be >= n_clusters=3"):
         litekmeans(np.zeros((2, 2)), 3, rng=np.random.default_rng(0))
+
+
+def test_replicates_in_threads_give_the_sequential_result(monkeypatch):
+    from fastmice import _kmeans
+
+    X = np.random.default_rng(0).standard_normal((300, 4))
+    runs = {}
+    for name, threshold in (("sequential", 10**18), ("threads", 0)):
+        monkeypatch.setattr(_kmeans, "_PARALLEL_WORK", threshold)
+        runs[name] = litekmeans(X, 6, n_init=5, max_iter=20, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(runs["sequential"][0], runs["threads"][0])
+    np.testing.assert_array_equal(runs["sequential"][1], runs["threads"][1])
