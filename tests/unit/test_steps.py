@@ -62,6 +62,24 @@ def test_approximate_search_finds_most_true_neighbours():
         distances, np.linalg.norm(X[:, None, :] - index.anchors[indices], axis=2), atol=1e-6)
 
 
+def test_cosine_anchor_of_a_cluster_emptied_by_the_repair_is_zero_not_a_hub():
+    # With nearly as many anchors as candidate rows, the empty-cluster repair can empty a
+    # cluster again; the official code turns its centre into a NaN anchor at distance 0 from
+    # every row (a hub). Ours is a zero anchor: similarity 0 to every row.
+    for seed in range(20):
+        X = sp.random(150, 400, density=0.02, random_state=seed, format="csr")
+        X = X[np.asarray(X.sum(axis=1)).ravel() > 0]
+        index = fit_anchor_index(X, 120, 5, cosine=True, rng=np.random.default_rng(seed))
+        zero_anchors = np.flatnonzero(~index.anchors.any(axis=1))
+        if zero_anchors.size:
+            break
+    assert zero_anchors.size, "no seed in 0..19 produced an emptied cluster"
+    assert np.isfinite(index.anchors).all() and np.isfinite(index.rep_centers).all()
+    indices, distances = search_nearest_anchors(X, index, 5)
+    assert np.isfinite(distances).all() and (distances <= 1).all()
+    at_zero_anchor = distances[np.isin(indices, zero_anchors)]
+    np.testing.assert_array_equal(at_zero_anchor, 1.0)  # never closer than a disjoint anchor
+
 def test_graph_rows_are_unit_norm_per_member_and_transform_reproduces_them(make_blobs):
     Xs, _ = make_blobs(n_samples=400, dims=(6, 9, 4))
     spec = draw_view_groups([6, 9, 4], 400, 3, seed=1, n_groups=10, n_anchors=60)[0]
