@@ -14,7 +14,8 @@ from __future__ import annotations
 from storage._names import NAME_PATTERN, validate_kind, validate_name
 from storage._open import DEFAULT_ROOT, STORE_ENV, open_store
 from storage._version import FORMAT_VERSION, __version__
-from storage.base import ArtifactRef, ArtifactStore, BaseStore
+from storage.atomic import write_file_atomic
+from storage.base import ArtifactRef, ArtifactStore, BaseStore, utc_now
 from storage.datasets import DatasetStore
 from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, RecordConflictError
 from storage.fsspec_store import FsspecStore
@@ -41,6 +42,8 @@ __all__ = [
     "labels_from_table",
     "labels_table",
     "open_store",
+    "utc_now",
     "validate_kind",
     "validate_name",
+    "write_file_atomic",
 ]

@@ -24,11 +24,21 @@ from typing import Any
 
 import numpy as np
 
+from storage._batches import (
+    IO_THREADS,
+    as_stored,
+    batch_fingerprint,
+    check_fits,
+    check_ids,
+    dataset_fingerprint,
+    select,
+    view_info,
+)
 from storage._names import validate_name
 from storage._open import open_store
 from storage.base import BaseStore, utc_now
 from storage.errors import ArtifactNotFoundError
-from storage.keys import canonical, canonical_csr, content_key, is_sparse, key_of_canonical
+from storage.keys import canonical, content_key, key_of_canonical
 
 __all__ = ["DatasetStore", "batch_fingerprint", "dataset_fingerprint"]
 
@@ -37,73 +47,6 @@ RECORD_KIND = "dataset"
 VIEW_KIND = "dataset-view"
 IDS_KIND = "dataset-ids"
 LABELS_KIND = "dataset-labels"
-_IO_THREADS = min(4, os.cpu_count() or 1)
-
-
-def batch_fingerprint(Xs: Sequence[Any], ids: Any) -> str:
-    """Fingerprint of one batch: ``content_key({"views": list(Xs), "ids": ids})``.
-
-    Parameters
-    ----------
-    Xs : list of {ndarray, sparse matrix} of shape (n_samples, n_features_v)
-    ids : ndarray of shape (n_samples,), int64
-
-    Returns
-    -------
-    fingerprint : str
-        What :meth:`DatasetStore.manifest` lists for the batch, for the same views and ids.
-    """
-    with ThreadPoolExecutor(max_workers=max(1, min(len(Xs), _IO_THREADS))) as pool:
-        parts = list(pool.map(lambda v: canonical(Xs[v], f"view {v}"), range(len(Xs))))
-    return key_of_canonical([{"views": parts, "ids": canonical(ids, "ids")}])
-
-
-def dataset_fingerprint(batch_fingerprints: Sequence[str]) -> str:
-    """Fingerprint of a dataset: ``content_key(list(batch_fingerprints))`` (in batch order)."""
-    return content_key(list(batch_fingerprints))
-
-
-def _check_views(Xs: Any) -> list[Any]:
-    """Validate a batch's views; return them as C-ordered ndarrays or canonical CSR."""
-    if isinstance(Xs, np.ndarray) or is_sparse(Xs) or not isinstance(Xs, Sequence):
-        raise TypeError(
-            f"Xs must be a list of views (one 2-D array or sparse matrix per view); got "
-            f"{type(Xs).__name__}. Wrap a single view as [X]."
-        )
-    if len(Xs) == 0:
-        raise ValueError("Xs must hold at least one view; got an empty list.")
-    views = []
-    for v, X in enumerate(Xs):
-        if is_sparse(X):
-            import scipy.sparse as sp
-
-            X = canonical_csr(X)
-            if not isinstance(X, sp.csr_matrix):
-                X = sp.csr_matrix(X)
-        elif isinstance(X, np.ndarray):
-            X = np.ascontiguousarray(X)
-        else:
-            raise TypeError(
-                f"View {v} is a {type(X).__name__}; expected a numpy array or a scipy.sparse "
-                f"matrix."
-            )
-        if X.ndim != 2:
-            raise ValueError(f"View {v} must be 2-D (n_samples, n_features); got shape {X.shape}.")
-        if X.dtype.kind not in "biuf":
-            raise TypeError(f"View {v} has dtype {X.dtype}; expected a numeric dtype.")
-        if not views and X.shape[0] == 0:
-            raise ValueError("View 0 has 0 samples; a batch must hold at least one sample.")
-        if views and X.shape[0] != views[0].shape[0]:
-            raise ValueError(
-                f"View {v} has {X.shape[0]} samples; expected {views[0].shape[0]} "
-                f"(the number of samples in view 0)."
-            )
-        views.append(X)
-    return views
-
-
-def _view_info(X: Any) -> tuple[str, str, int]:
-    return ("sparse" if is_sparse(X) else "dense", X.dtype.str, int(X.shape[1]))
 
 
 class DatasetStore:
@@ -219,8 +162,8 @@ class DatasetStore:
                 f"{old['n_samples']} samples in {len(old['batches'])} batches); use append() to "
                 f"add samples."
             )
-        views = _check_views(Xs)
-        infos = [_view_info(X) for X in views]
+        views = as_stored(Xs)
+        infos = [view_info(X) for X in views]
         manifest: dict[str, Any] = {
             "format": DATASET_FORMAT,
             "name": name,
@@ -269,30 +212,8 @@ class DatasetStore:
             If another process appended meanwhile (nothing is written; retry).
         """
         manifest = self.manifest(name)
-        views = _check_views(Xs)
-        if len(views) != manifest["n_views"]:
-            raise ValueError(
-                f"The new batch has {len(views)} views; dataset {name!r} has "
-                f"{manifest['n_views']} views."
-            )
-        for v, X in enumerate(views):
-            kind, dtype, n_features = _view_info(X)
-            if n_features != manifest["n_features"][v]:
-                raise ValueError(
-                    f"View {v} of the new batch has {n_features} features; dataset {name!r} "
-                    f"has {manifest['n_features'][v]} features in view {v}."
-                )
-            if kind != manifest["view_types"][v]:
-                raise ValueError(
-                    f"View {v} of the new batch is {kind}; dataset {name!r} stores view {v} "
-                    f"as {manifest['view_types'][v]}."
-                )
-            if dtype != manifest["dtypes"][v]:
-                raise ValueError(
-                    f"View {v} of the new batch has dtype {np.dtype(dtype)}; dataset {name!r} "
-                    f"stores {np.dtype(manifest['dtypes'][v])} in view {v} (cast it with "
-                    f".astype)."
-                )
+        views = as_stored(Xs)
+        check_fits(manifest, views)
         version = manifest.pop("version")
         return self._add_batch(manifest, views, ids, labels, expected_version=version)
 
@@ -307,7 +228,7 @@ class DatasetStore:
     ) -> dict[str, Any]:
         name = manifest["name"]
         n = views[0].shape[0]
-        ids = self._check_ids(manifest, ids, n)
+        ids = check_ids(manifest, ids, n, lambda: self._ids(manifest, None))
         if labels is not None:
             labels = np.asarray(labels)
             if labels.shape != (n,) or labels.dtype.hasobject:
@@ -324,7 +245,7 @@ class DatasetStore:
 
         # Views side by side: sha256 and file writes release the GIL, and a large batch is
         # bound by them (hashing, page-cache copies), not by Python.
-        with ThreadPoolExecutor(max_workers=min(len(views), _IO_THREADS)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(views), IO_THREADS)) as pool:
             view_parts, view_refs = zip(*pool.map(hash_and_put, range(len(views))), strict=True)
         ids_part = canonical(ids, "ids")
         fingerprint = key_of_canonical([{"views": list(view_parts), "ids": ids_part}])
@@ -352,58 +273,7 @@ class DatasetStore:
         )
         return {**manifest, "version": version}
 
-    def _check_ids(self, manifest: dict[str, Any], ids: Any, n: int) -> np.ndarray:
-        name = manifest["name"]
-        if ids is None:
-            start = manifest["next_id"]
-            return np.arange(start, start + n, dtype=np.int64)
-        ids = np.asarray(ids)
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"ids must be integers (stored as int64); got dtype {ids.dtype}.")
-        if ids.shape != (n,):
-            raise ValueError(f"ids must have shape ({n},) (one per sample); got {ids.shape}.")
-        if ids.dtype.kind == "u" and n and ids.max() > np.iinfo(np.int64).max:
-            raise ValueError(f"ids must fit in int64; the largest is {ids.max()}.")
-        ids = ids.astype(np.int64)
-        unique, counts = np.unique(ids, return_counts=True)
-        if unique.size != n:
-            repeated = unique[counts > 1]
-            raise ValueError(
-                f"ids of the new batch repeat {repeated.size} value(s), such as "
-                f"{repeated[:5].tolist()}; sample ids must be unique."
-            )
-        if manifest["batches"]:
-            existing = self._ids(manifest, None)
-            clash = unique[np.isin(unique, existing)]
-            if clash.size:
-                raise ValueError(
-                    f"{clash.size} id(s) of the new batch already exist in dataset {name!r}, "
-                    f"such as {clash[:5].tolist()}; sample ids must be unique (omit ids to "
-                    f"continue from {manifest['next_id']})."
-                )
-        return ids
-
     # ------------------------------------------------------------------ reading
-
-    @staticmethod
-    def _select(manifest: dict[str, Any], batches: int | Iterable[int] | None) -> list[dict]:
-        all_batches = manifest["batches"]
-        if batches is None:
-            return list(all_batches)
-        chosen = [batches] if isinstance(batches, int | np.integer) else list(batches)
-        if not chosen:
-            raise ValueError("batches is empty; pass None for all batches.")
-        for b in chosen:
-            if isinstance(b, bool) or not isinstance(b, int | np.integer):
-                raise TypeError(f"batches must hold batch ids (int); got {b!r}.")
-            if not 0 <= b < len(all_batches):
-                raise ValueError(
-                    f"batches contains {b}; dataset {manifest['name']!r} has batch ids "
-                    f"0..{len(all_batches) - 1}."
-                )
-        if len(set(chosen)) != len(chosen):
-            raise ValueError(f"batches repeats a batch id: {chosen}.")
-        return [all_batches[b] for b in chosen]
 
     def load_views(
         self, name: str, batches: int | Iterable[int] | None = None, mmap: bool = True
@@ -434,7 +304,7 @@ class DatasetStore:
             If a file is corrupt (it is quarantined).
         """
         manifest = self.manifest(name)
-        chosen = self._select(manifest, batches)
+        chosen = select(manifest, batches)
         get = self.store.get
         out = []
         for v, view_type in enumerate(manifest["view_types"]):
@@ -454,7 +324,7 @@ class DatasetStore:
         return self._ids(self.manifest(name), batches)
 
     def _ids(self, manifest: dict[str, Any], batches: int | Iterable[int] | None) -> np.ndarray:
-        parts = [self.store.get(b["ids"]) for b in self._select(manifest, batches)]
+        parts = [self.store.get(b["ids"]) for b in select(manifest, batches)]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def load_labels(
@@ -468,7 +338,7 @@ class DatasetStore:
             If only some of the chosen batches have labels (the message lists the others).
         """
         manifest = self.manifest(name)
-        chosen = self._select(manifest, batches)
+        chosen = select(manifest, batches)
         missing = [b["batch_id"] for b in chosen if b["labels"] is None]
         if len(missing) == len(chosen):
             return None

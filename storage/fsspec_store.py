@@ -8,12 +8,12 @@ import io
 import posixpath
 import shutil
 import tempfile
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from storage import _codecs
+from storage.atomic import temporary_name
 from storage.base import META_FILE, BaseStore
 
 __all__ = ["FsspecStore"]
@@ -74,7 +74,7 @@ class FsspecStore(BaseStore):
 
     def _tmp(self, rel: str) -> str:
         head, name = posixpath.split(self._path(rel))
-        return posixpath.join(head, f".tmp-{uuid.uuid4().hex[:12]}-{name}")
+        return posixpath.join(head, temporary_name(name))
 
     def _upload(self, rel: str, source: IO[bytes]) -> None:
         """Write `source` to a temporary name beside `rel`, then move it to `rel`."""

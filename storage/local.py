@@ -7,12 +7,12 @@ import hashlib
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from storage import _codecs
+from storage.atomic import temporary_name, write_file_atomic
 from storage.base import META_FILE, BaseStore
 
 __all__ = ["LocalStore"]
@@ -115,9 +115,6 @@ class LocalStore(BaseStore):
             self._write_bytes(".gitignore", b"# Created by fastmice: a local artifact store.\n*\n")
         self._root_ready = True
 
-    def _tmp_name(self, name: str) -> str:
-        return f".tmp-{uuid.uuid4().hex[:12]}-{name}"
-
     # ------------------------------------------------------------------ primitives
 
     def _publish(
@@ -126,7 +123,7 @@ class LocalStore(BaseStore):
         self._ensure_root()
         final = self._path(rel_dir)
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.parent / self._tmp_name(final.name)
+        tmp = final.parent / temporary_name(final.name)
         tmp.mkdir()
         try:
             _write_synced(tmp / filename, write)
@@ -181,7 +178,7 @@ class LocalStore(BaseStore):
     def _remove_dir(self, rel: str) -> bool:
         path = self._path(rel)
         # Rename first so that no reader ever sees a half-deleted artifact.
-        doomed = path.parent / self._tmp_name(f"deleted-{path.name}")
+        doomed = path.parent / temporary_name(f"deleted-{path.name}")
         try:
             os.rename(path, doomed)
         except FileNotFoundError:
@@ -192,18 +189,13 @@ class LocalStore(BaseStore):
     def _write_bytes(self, rel: str, data: bytes) -> None:
         path = self._path(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / self._tmp_name(path.name)
-        try:
-            _write_synced(tmp, lambda f: f.write(data))
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_file_atomic(path, lambda f: f.write(data))
 
     def _create_exclusive(self, rel: str, data: bytes) -> bool:
         self._ensure_root()
         path = self._path(rel)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / self._tmp_name(path.name)
+        tmp = path.parent / temporary_name(path.name)
         try:
             _write_synced(tmp, lambda f: f.write(data))
             try:

@@ -145,10 +145,11 @@ def test_duplicate_ids_are_rejected(ds):
         ([np.ones(3)], ValueError, r"View 0 must be 2-D"),
         ([np.ones((0, 3))], ValueError, r"View 0 has 0 samples"),
         ([[[1.0]]], TypeError, r"View 0 is a list; expected a numpy array"),
-        ([np.array([["a"]])], TypeError, r"View 0 has dtype <U1; expected a numeric dtype"),
     ],
 )
 def test_bad_views(ds, Xs, error, match):
+    # Only the layout of a batch is the store's to check; what values suit the algorithm is
+    # fastmice.check_views', which the pipeline applies before storing (tests/pipeline).
     with pytest.raises(error, match=match):
         ds.create("d", Xs)
     assert not ds.exists("d")

@@ -1,0 +1,175 @@
+"""Named, versioned records (datasets, runs): one immutable JSON file per version.
+
+Written once on top of a :class:`~storage.backend.Backend`'s primitives, at
+``<root>/records/<kind>/<name>/v000001.json, v000002.json, ...``; creating a version is a
+compare-and-swap (``_create_exclusive``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from storage import _codecs
+from storage._names import validate_kind, validate_name
+from storage._version import FORMAT_VERSION, __version__
+from storage.backend import RECORDS
+from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, RecordConflictError
+from storage.refs import utc_now
+
+__all__ = ["RecordsMixin"]
+
+RECORD_FORMAT = "fastmice-record"
+_RECORD_RE = re.compile(r"v(\d{6,})\.json")
+
+
+class RecordsMixin:
+    """The named-record logic of a store (mixed into :class:`~storage.base.BaseStore`)."""
+
+    url: str
+
+    @staticmethod
+    def _record_dir(kind: str, name: str) -> str:
+        return f"{RECORDS}/{validate_kind(kind)}/{validate_name(name, 'record name')}"
+
+    def record_versions(self, kind: str, name: str) -> list[int]:
+        """Sorted version numbers stored for a record (empty if it does not exist)."""
+        names = self._listdir(self._record_dir(kind, name))
+        return sorted(int(m.group(1)) for n in names if (m := _RECORD_RE.fullmatch(n)))
+
+    def record_version(self, kind: str, name: str) -> int:
+        """Latest version of a record, or 0 if it does not exist."""
+        versions = self.record_versions(kind, name)
+        return versions[-1] if versions else 0
+
+    def list_records(self, kind: str) -> list[str]:
+        """Sorted names of the records of `kind`."""
+        validate_kind(kind)
+        return sorted(
+            n
+            for n in self._listdir(f"{RECORDS}/{kind}")
+            if not n.startswith(".") and self.record_versions(kind, n)
+        )
+
+    def write_record(
+        self, kind: str, name: str, data: Mapping[str, Any], *, expected_version: int | None = None
+    ) -> int:
+        """Store a new version of a named record; earlier versions are kept.
+
+        Parameters
+        ----------
+        kind : str
+            Record kind, such as ``"dataset"`` or ``"run"``.
+        name : str
+            User-supplied name; must match ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}``, no ``..``.
+        data : dict
+            JSON-able content (numpy scalars are converted, tuples become lists).
+        expected_version : int, optional
+            Compare-and-swap: the latest version the caller has seen (0 = the record must not
+            exist yet). If the store has another version, nothing is written and
+            :class:`RecordConflictError` is raised. Without it, the new version goes after
+            whatever is latest (concurrent writers each get their own version).
+
+        Returns
+        -------
+        version : int
+            The version written (1 for a new record).
+
+        Raises
+        ------
+        ValueError
+            If `kind` or `name` is invalid.
+        TypeError
+            If `data` is not JSON-able.
+        RecordConflictError
+            If `expected_version` is not the latest version.
+        """
+        rel_dir = self._record_dir(kind, name)
+        if not isinstance(data, Mapping):
+            raise TypeError(f"Record data must be a dict; got {type(data).__name__}.")
+        payload = _codecs.to_jsonable(dict(data), f"record {kind}/{name}")
+        digest = _sha256(_codecs.canonical_json(payload))
+        found = self.record_version(kind, name)
+        while True:
+            if expected_version is not None and found != expected_version:
+                raise self._conflict(kind, name, expected_version, found)
+            version = found + 1
+            envelope = {
+                "format": RECORD_FORMAT,
+                "storage_format": FORMAT_VERSION,
+                "storage_version": __version__,
+                "kind": kind,
+                "name": name,
+                "version": version,
+                "created": utc_now(),
+                "write_id": uuid.uuid4().hex,
+                "sha256": digest,
+                "data": payload,
+            }
+            body = json.dumps(envelope, sort_keys=True, indent=1, ensure_ascii=False).encode()
+            if self._create_exclusive(f"{rel_dir}/v{version:06d}.json", body):
+                return version
+            found = self.record_version(kind, name)
+            found = max(found, version)
+
+    def read_record(self, kind: str, name: str, *, version: int | None = None) -> dict[str, Any]:
+        """Return the content of a record (its latest version unless `version` is given).
+
+        Raises
+        ------
+        ArtifactNotFoundError
+            If the record or that version does not exist.
+        ArtifactIntegrityError
+            If the stored version fails its checksum (the file is left in place; older
+            versions stay readable with `version`).
+        """
+        rel_dir = self._record_dir(kind, name)
+        versions = self.record_versions(kind, name)
+        if not versions:
+            raise ArtifactNotFoundError(f"No record {kind}/{name} in store {self.url}.")
+        if version is None:
+            version = versions[-1]
+        elif version not in versions:
+            raise ArtifactNotFoundError(
+                f"Record {kind}/{name} has no version {version} in store {self.url}; "
+                f"versions: {versions}."
+            )
+        rel = f"{rel_dir}/v{version:06d}.json"
+        try:
+            envelope = json.loads(self._read_bytes(rel))
+            payload = envelope["data"]
+            ok = _sha256(_codecs.canonical_json(payload)) == envelope["sha256"]
+        except (ValueError, KeyError, TypeError) as e:
+            ok, payload = False, None
+            reason = f"unreadable ({type(e).__name__}: {e})"
+        else:
+            reason = "sha256 mismatch"
+        if not ok:
+            raise ArtifactIntegrityError(
+                f"Record {kind}/{name} version {version} in store {self.url} is corrupt: "
+                f"{reason} ({self._display(rel)}). Other versions: "
+                f"{[v for v in versions if v != version] or 'none'}.",
+                kind=kind,
+                key=name,
+                path=self._display(rel),
+            )
+        return payload
+
+    def _conflict(self, kind: str, name: str, expected: int, found: int) -> RecordConflictError:
+        seen = "not to exist yet" if expected == 0 else f"to be at version {expected}"
+        return RecordConflictError(
+            f"Record {kind}/{name} changed concurrently: expected it {seen}, but store "
+            f"{self.url} has version {found}. Re-read it and retry.",
+            kind=kind,
+            name=name,
+            expected_version=expected,
+            found_version=found,
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
