@@ -93,7 +93,8 @@ def ensure_data(
     seconds : float
         Generation time (0.0 when cached).
     """
-    from fastmice.datasets import make_multiview_blobs, save_views_dir
+    from fastmice.datasets import make_multiview_blobs
+    from pipeline.ingest import save_views_dir
 
     meta = {
         "format": DATA_FORMAT,
@@ -122,7 +123,7 @@ def ensure_data(
 
 def ensure_tiny(directory: Path, n_tiny: int) -> Path:
     """The first ``n_tiny`` samples of the data set in ``directory``, as ``directory/tiny-N``."""
-    from fastmice.datasets import load_views, save_views_dir
+    from pipeline.ingest import load_views, save_views_dir
 
     tiny = directory / f"tiny-{n_tiny}"
     if not (tiny / "labels.npy").exists():
@@ -224,7 +225,7 @@ def library_fit(data_dir: Path, k: int, n_groups: int, seed: int,
                 n_jobs: int | None) -> dict[str, float]:
     """Load the views and time ``FastMICE(...).fit`` in this process (the library baseline)."""
     from fastmice import FastMICE
-    from fastmice.datasets import load_views
+    from pipeline.ingest import load_views
 
     start = time.perf_counter()
     Xs, _ = load_views(data_dir)
@@ -268,7 +269,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     )
     if args.api_url:
         env["PREFECT_API_URL"] = args.api_url
-    cli = [sys.executable, "-m", "flows.cli"] if args.cli is None else args.cli.split()
+    cli = [sys.executable, "-m", "cli"] if args.cli is None else args.cli.split()
     k_tiny = max(2, min(args.k, args.tiny // 20))
     common = ["--seed", str(args.seed), "--json"]
 
@@ -390,7 +391,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--api-url", default=None,
                    help="PREFECT_API_URL of a running server (default: the ephemeral API)")
     p.add_argument("--cli", default=None,
-                   help="the fastmice command (default: this python -m flows.cli)")
+                   help="the fastmice command (default: this python -m cli)")
     p.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per command")
     p.add_argument("--keep", action="store_true",
                    help="keep the artifact stores in the work dir (default: delete them)")

@@ -51,7 +51,7 @@ def _env() -> dict[str, str]:
 def fastmice_cli(*args: object) -> tuple[dict, float]:
     """Run ``fastmice ARGS --json``; return its JSON object and the wall time."""
     start = time.time()
-    result = subprocess.run([sys.executable, "-m", "flows.cli", *map(str, args), "--json"],
+    result = subprocess.run([sys.executable, "-m", "cli", *map(str, args), "--json"],
                             cwd=ROOT, env=_env(), capture_output=True, text=True, check=False)
     wall = time.time() - start
     if result.returncode != 0:
@@ -79,7 +79,7 @@ def show(step: str, summary: dict, wall: float, **extra: object) -> None:
 def killed_run(store_dir: Path, n_groups: int = 20) -> int:
     """Start ``cluster``, SIGKILL it once half the groups are stored; return how many were."""
     store = open_store(store_dir)
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "cluster", str(HDIGIT),
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "cluster", str(HDIGIT),
                              "--store", str(store_dir), "--json"], cwd=ROOT, env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -133,7 +133,7 @@ def reference_runs(work: Path, args: argparse.Namespace) -> None:
     show("extend --groups 10", extended, wall)
     if not args.skip_library:
         from fastmice import FastMICE
-        from fastmice.datasets import load_npz
+        from pipeline.ingest import load_npz
 
         Xs, _ = load_npz(HDIGIT)
         start = time.time()

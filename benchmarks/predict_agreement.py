@@ -11,10 +11,13 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from fastmice import FastMICE
-from fastmice.datasets import load_dataset
+from fastmice import FastMICE  # noqa: E402
+from pipeline.ingest import load_dataset  # noqa: E402
+
+SHARED_DATASETS = ROOT.parent / "shared" / "datasets"
 
 
 def main() -> None:
@@ -25,7 +28,7 @@ def main() -> None:
     print("| dataset | seed | ARI(labels_, predict(train)) | fit s | predict s |")
     print("|---|---|---|---|---|")
     for name in args.datasets.split(","):
-        Xs, y = load_dataset(name)
+        Xs, y = load_dataset(name, SHARED_DATASETS)
         k = len(np.unique(y))
         for seed in range(args.seeds):
             start = time.perf_counter()

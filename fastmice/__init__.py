@@ -2,21 +2,23 @@
 
 The estimator :class:`FastMICE` is the composition of small, pure step functions that a
 pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_graph`,
-:func:`cluster_group` and :func:`consensus_partition`.
+:func:`cluster_group` and :func:`consensus_partition`. Its parameters are one
+:class:`EnsembleParams`, defined once.
 """
 
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
 from fastmice._estimator import FastMICE, fast_mice
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._params import EnsembleParams, resolve_seed
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition, partition_bipartite_graph
-from fastmice._validation import check_params, check_views, resolve_seed
+from fastmice._validation import check_views
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    # `datasets` (file loaders) and `metrics` load on first use: `import fastmice` stays light.
+    # `datasets` (synthetic data) and `metrics` load on first use: `import fastmice` stays light.
     if name in ("datasets", "metrics"):
         import importlib
 
@@ -30,12 +32,12 @@ __all__ = [
     "CODE_VERSION",
     "BipartitePartition",
     "ConsensusPartition",
+    "EnsembleParams",
     "FastMICE",
     "GroupAnchors",
     "ViewGroupSpec",
     "__version__",
     "build_group_graph",
-    "check_params",
     "check_views",
     "cluster_group",
     "consensus_partition",

@@ -9,9 +9,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._params import DEFAULTS, EnsembleParams
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition
-from fastmice._validation import check_int, check_params, check_views, resolve_seed
+from fastmice._validation import check_views
 
 __all__ = ["FastMICE", "fast_mice"]
 
@@ -74,8 +75,8 @@ class FastMICE(ClusterMixin, BaseEstimator):
     group_anchors_ : list of GroupAnchors
     base_partitions_ : list of BipartitePartition
     consensus_ : ConsensusPartition
-    seed_ : int
-        Root seed drawn from ``random_state``.
+    root_seed_ : int
+        Root seed drawn from ``random_state`` (``EnsembleParams.root_seed``).
     n_views_ : int
     n_features_in_ : list of int
 
@@ -96,9 +97,10 @@ class FastMICE(ClusterMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, n_clusters, *, n_groups=20, n_anchors=1000, n_neighbors=5,
-                 feature_ratio=(0.2, 0.8), base_clusters=(1, 2), metric="euclidean",
-                 random_state=None, n_jobs=None):
+    def __init__(self, n_clusters, *, n_groups=DEFAULTS.n_groups, n_anchors=DEFAULTS.n_anchors,
+                 n_neighbors=DEFAULTS.n_neighbors, feature_ratio=DEFAULTS.feature_ratio,
+                 base_clusters=DEFAULTS.base_clusters, metric=DEFAULTS.metric,
+                 random_state=DEFAULTS.random_state, n_jobs=DEFAULTS.n_jobs):
         self.n_clusters = n_clusters
         self.n_groups = n_groups
         self.n_anchors = n_anchors
@@ -109,15 +111,9 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _check_params(self, n_samples: int, n_views: int) -> list[str]:
-        if self.n_jobs is not None:
-            check_int("n_jobs", self.n_jobs, -(2**31))
-            if self.n_jobs == 0:
-                raise ValueError("n_jobs=0 is not allowed; use None, a positive int or -1.")
-        return check_params(n_samples=n_samples, n_views=n_views, n_clusters=self.n_clusters,
-                            n_groups=self.n_groups, n_anchors=self.n_anchors,
-                            n_neighbors=self.n_neighbors, feature_ratio=self.feature_ratio,
-                            base_clusters=self.base_clusters, metric=self.metric)["metric"]
+    def _check_params(self, n_samples: int, n_views: int) -> EnsembleParams:
+        """The parameters as one validated :class:`EnsembleParams` for this data."""
+        return EnsembleParams(**self.get_params()).for_data(n_samples, n_views)
 
     def fit(self, Xs, y=None):
         """Cluster the samples described by the views ``Xs``.
@@ -133,13 +129,9 @@ class FastMICE(ClusterMixin, BaseEstimator):
         """
         Xs = check_views(Xs)
         n_samples = Xs[0].shape[0]
-        metrics = self._check_params(n_samples, len(Xs))
-        seed = resolve_seed(self.random_state)
-        specs = draw_view_groups(
-            [X.shape[1] for X in Xs], n_samples, self.n_clusters, seed=seed,
-            n_groups=self.n_groups, n_anchors=self.n_anchors, n_neighbors=self.n_neighbors,
-            feature_ratio=tuple(self.feature_ratio), base_clusters=tuple(self.base_clusters),
-            metric=metrics)
+        params = self._check_params(n_samples, len(Xs))
+        seed = params.root_seed
+        specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
         fitted = _run_groups(self.n_jobs, _fit_group, [(Xs, spec) for spec in specs])
         self.view_groups_ = specs
         self.group_anchors_ = [anchors for anchors, _ in fitted]
@@ -147,7 +139,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.base_labels_ = np.column_stack([p.labels_ for p in self.base_partitions_])
         self.consensus_ = consensus_partition(self.base_labels_, self.n_clusters, seed=seed)
         self.labels_ = self.consensus_.labels_
-        self.seed_ = seed
+        self.root_seed_ = seed
         self.n_views_ = len(Xs)
         self.n_features_in_ = [X.shape[1] for X in Xs]
         return self

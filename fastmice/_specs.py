@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from fastmice._params import EnsembleParams
+
 __all__ = ["ViewGroupSpec", "draw_view_groups", "group_rng"]
 
 
@@ -120,16 +122,14 @@ def _draw_one_group(seed: int, group_index: int, n_features: Sequence[int], n_sa
     )
 
 
-def draw_view_groups(n_features: Sequence[int], n_samples: int, n_clusters: int, *, seed: int,
-                     n_groups: int = 20, start: int = 0, n_anchors: int = 1000,
-                     n_neighbors: int = 5, feature_ratio: tuple[float, float] = (0.2, 0.8),
-                     base_clusters: tuple[float, float] = (1, 2),
-                     metric: str | Sequence[str] = "euclidean") -> list[ViewGroupSpec]:
+def draw_view_groups(n_features: Sequence[int], n_samples: int, params: EnsembleParams, *,
+                     seed: int, start: int = 0, n_groups: int | None = None
+                     ) -> list[ViewGroupSpec]:
     """Draw the specs of view groups ``start .. start + n_groups - 1``.
 
-    Group ``g`` depends only on ``(seed, g)`` and the data's shape, never on how many groups
-    are drawn, so an ensemble can be extended with more groups and the old ones stay as they
-    were.
+    Group ``g`` depends only on ``(seed, g)``, the data's shape and the parameters, never on
+    how many groups are drawn, so an ensemble can be extended with more groups and the old
+    ones stay as they were.
 
     Parameters
     ----------
@@ -137,31 +137,27 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, n_clusters: int,
         Number of features of each view.
     n_samples : int
         Number of samples (caps the anchor and base-cluster counts).
-    n_clusters : int
-        The final number of clusters k; base clusterings draw their k in
-        ``[base_clusters[0] * k, base_clusters[1] * k]``.
+    params : EnsembleParams
+        Its ``n_clusters`` (base clusterings draw their k in ``[base_clusters[0] * k,
+        base_clusters[1] * k]``), ``n_anchors`` (p per group, split evenly over its views),
+        ``n_neighbors`` (K per sample and group, split over its views), ``feature_ratio``
+        (range of the per-(group, view) feature-sampling ratio), ``base_clusters`` and
+        ``metric`` (one for all views or one per view).
     seed : int
-        Root seed of the ensemble (see :func:`fastmice.resolve_seed`).
-    n_groups : int, default=20
+        Root seed of the ensemble (``params.root_seed``).
     start : int, default=0
-    n_anchors : int, default=1000
-        Total anchors p per view group, split evenly over its views.
-    n_neighbors : int, default=5
-        Total nearest anchors K per sample and view group, split over its views.
-    feature_ratio : (float, float), default=(0.2, 0.8)
-        Range of the per-(group, view) feature-sampling ratio.
-    base_clusters : (float, float), default=(1, 2)
-        Range of base-cluster counts as multiples of ``n_clusters``.
-    metric : str or sequence of str, default="euclidean"
-        "euclidean" or "cosine", for all views or one per view.
+    n_groups : int, optional
+        How many groups to draw (default: ``params.n_groups``).
 
     Returns
     -------
     specs : list of ViewGroupSpec
     """
+    count = params.n_groups if n_groups is None else n_groups
+    metric = params.metric
     metrics = [metric] * len(n_features) if isinstance(metric, str) else list(metric)
     return [
-        _draw_one_group(seed, g, n_features, n_samples, n_clusters, n_anchors, n_neighbors,
-                        feature_ratio, base_clusters, metrics)
-        for g in range(start, start + n_groups)
+        _draw_one_group(seed, g, n_features, n_samples, params.n_clusters, params.n_anchors,
+                        params.n_neighbors, params.feature_ratio, params.base_clusters, metrics)
+        for g in range(start, start + count)
     ]

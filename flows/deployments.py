@@ -18,10 +18,11 @@ Every step can be repeated, so a run killed anywhere is safe: a file left in the
 recognised by its content, and a dataset whose latest run misses batches is reclustered by
 the next run even if the inbox is empty.
 
-Serve the two deployments (one long-lived process; PREFECT.md section 4)::
+Serve the two deployments (one long-lived process; PREFECT.md section 4) with
+:func:`serve_deployments`, from the command line::
 
     export PREFECT_API_URL=http://127.0.0.1:4200/api      # infra/local_server.sh
-    python -m flows.deployments --inbox /data/inbox --dataset incoming --n-clusters 10 \\
+    python -m cli.serve --inbox /data/inbox --dataset incoming --k 10 \\
         --store /data/store --cron "*/30 * * * *"
 
 ``fastmice-recluster-inbox/inbox-recluster`` runs on the schedule, one run at a time;
@@ -31,7 +32,6 @@ Serve the two deployments (one long-lived process; PREFECT.md section 4)::
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import shutil
 from pathlib import Path
@@ -40,13 +40,13 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from flows.pipeline import cluster_flow, recluster_flow
-from storage import ArtifactIntegrityError, open_store
-from storage.datasets import DatasetStore
+from flows.runners import task_runner
+from pipeline.params import PARAM_NAMES
+from pipeline.runs import list_runs, run_summary
+from storage import ArtifactIntegrityError, DatasetStore, open_store
 from tasks.datasets import register_data
-from tasks.results import run_summary
-from tasks.runs import list_runs
 
-__all__ = ["CLUSTER_DEPLOYMENT", "INBOX_DEPLOYMENT", "main", "recluster_inbox"]
+__all__ = ["CLUSTER_DEPLOYMENT", "INBOX_DEPLOYMENT", "recluster_inbox", "serve_deployments"]
 
 #: Deployment names, as ``<flow name>/<deployment name>``.
 INBOX_DEPLOYMENT = "fastmice-recluster-inbox/inbox-recluster"
@@ -79,24 +79,45 @@ def _check_bound(**parameters: Any) -> None:
                              f"export the variable and run `prefect deploy` again.")
 
 
-def _runner_options(dask_address: str | None) -> dict[str, Any]:
-    """``with_options`` of the pipeline flows: a DaskTaskRunner, or nothing (their threads)."""
-    if not dask_address:
-        return {}
-    from prefect_dask import DaskTaskRunner  # the optional "dask" extra
-
-    return {"task_runner": DaskTaskRunner(address=dask_address)}
+def _ingest(folder: Path, store: Any, dataset: str, logger: Any) -> dict[str, list[str]]:
+    """Register each pending file as the next batch; file it under processed/ or rejected/."""
+    datasets = DatasetStore(store)
+    files: dict[str, list[str]] = {"ingested": [], "duplicates": [], "rejected": []}
+    for path in _pending(folder):
+        mode = "append" if datasets.exists(dataset) else "create"
+        try:
+            info = register_data(store.url, dataset, [str(path)], mode=mode)
+        except ArtifactIntegrityError:
+            raise  # the store is damaged, not the file
+        except (ValueError, TypeError) as exc:
+            moved = _move(path, folder / REJECTED)
+            moved.with_name(moved.name + ".error.txt").write_text(f"{exc}\n")
+            logger.error("rejected %s: %s", path.name, exc)
+            files["rejected"].append(path.name)
+            continue
+        _move(path, folder / PROCESSED)  # only once its batch is stored
+        files["ingested" if info["written"] else "duplicates"].append(path.name)
+        logger.info("%s %s: dataset %s has %d samples in %d batches", path.name,
+                    "stored" if info["written"] else "was already stored", dataset,
+                    info["n_samples"], info["n_batches"])
+    return files
 
 
 @flow(name="fastmice-recluster-inbox")
 def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
-                    store_url: str | None = None, n_groups: int = 20, seed: int = 0,
-                    dask_address: str | None = None) -> dict[str, Any]:
+                    store_url: str | None = None, n_groups: int | None = None,
+                    n_anchors: int | None = None, n_neighbors: int | None = None,
+                    feature_ratio: list[float] | None = None,
+                    base_clusters: list[float] | None = None,
+                    metric: str | list[str] | None = None, random_state: int | None = None,
+                    n_jobs: int | None = None, dask_address: str | None = None
+                    ) -> dict[str, Any]:
     """Register the inbox's new batch files, then cluster or recluster the dataset.
 
     Calls :func:`tasks.datasets.register_data` per file, then
     :func:`flows.pipeline.cluster_flow` or :func:`flows.pipeline.recluster_flow` (or
-    neither). Reads and writes the dataset record, the run records and the inbox folders.
+    neither), on :func:`flows.runners.task_runner` ``(n_jobs, dask_address)``. Reads and
+    writes the dataset record, the run records and the inbox folders.
 
     Parameters
     ----------
@@ -109,8 +130,10 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
         latest run's parameters).
     store_url : str, optional
         Default: ``$FASTMICE_STORE`` or ``./.fastmice``.
-    n_groups, seed : int, default=20, 0
-        Of the first run.
+    n_groups, n_anchors, n_neighbors, feature_ratio, base_clusters, metric, random_state
+        The other parameters of the first run (see :func:`flows.pipeline.cluster_flow`).
+    n_jobs : int, optional
+        Task-runner workers of every run (see :func:`flows.pipeline.cluster_flow`).
     dask_address : str, optional
         ``tcp://host:8786`` of a Dask scheduler to fan the view groups out on (default, or
         ``""``: the pipeline's thread runner).
@@ -131,6 +154,7 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
     FileNotFoundError
         If ``inbox`` is not a directory.
     """
+    given = {name: value for name, value in locals().items() if name in PARAM_NAMES}
     _check_bound(inbox=inbox, dataset=dataset, store_url=store_url, dask_address=dask_address)
     logger = get_run_logger()
     folder = Path(inbox)
@@ -142,42 +166,20 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
     if not runs and n_clusters is None:
         raise ValueError(f"n_clusters is required: dataset {dataset!r} has no run yet in "
                          f"store {store.url}.")
-    options = _runner_options(dask_address)
-
-    ingested: list[str] = []
-    duplicates: list[str] = []
-    rejected: list[str] = []
-    for path in _pending(folder):
-        mode = "append" if datasets.exists(dataset) else "create"
-        try:
-            info = register_data(store.url, dataset, [str(path)], mode=mode)
-        except ArtifactIntegrityError:
-            raise  # the store is damaged, not the file
-        except (ValueError, TypeError) as exc:
-            moved = _move(path, folder / REJECTED)
-            moved.with_name(moved.name + ".error.txt").write_text(f"{exc}\n")
-            logger.error("rejected %s: %s", path.name, exc)
-            rejected.append(path.name)
-            continue
-        _move(path, folder / PROCESSED)  # only once its batch is stored
-        (ingested if info["written"] else duplicates).append(path.name)
-        logger.info("%s %s: dataset %s has %d samples in %d batches", path.name,
-                    "stored" if info["written"] else "was already stored", dataset,
-                    info["n_samples"], info["n_batches"])
-
-    result: dict[str, Any] = {"dataset": dataset, "action": "none", "ingested": ingested,
-                              "duplicates": duplicates, "rejected": rejected, "run": None}
+    result: dict[str, Any] = {"dataset": dataset, "action": "none",
+                              **_ingest(folder, store, dataset, logger), "run": None}
     if not datasets.exists(dataset):
         logger.info("dataset %s does not exist yet and the inbox has no batch for it", dataset)
         return result
-    fingerprint = datasets.manifest(dataset)["fingerprint"]
+    runner = task_runner(n_jobs, dask_address or None)
     if not runs:
         result["action"] = "cluster"
-        result["run"] = cluster_flow.with_options(**options)(
-            dataset, n_clusters, n_groups=n_groups, seed=seed, store_url=store.url)
-    elif runs[-1]["dataset_fingerprint"] != fingerprint:
+        result["run"] = cluster_flow.with_options(task_runner=runner)(
+            dataset, store_url=store.url, **given)
+    elif runs[-1]["dataset_fingerprint"] != datasets.manifest(dataset)["fingerprint"]:
         result["action"] = "recluster"
-        result["run"] = recluster_flow.with_options(**options)(dataset, store_url=store.url)
+        result["run"] = recluster_flow.with_options(task_runner=runner)(
+            dataset, store_url=store.url, n_jobs=n_jobs)
     else:
         result["run"] = run_summary(runs[-1])
         logger.info("nothing new: run %s covers every batch of %s", runs[-1]["run_id"],
@@ -185,52 +187,30 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
     return result
 
 
-# ---------------------------------------------------------------------------- serve
+def serve_deployments(inbox: str | Path, dataset: str, store_url: str,
+                      parameters: dict[str, Any], schedule: dict[str, Any]) -> None:
+    """Serve both deployments from this process until interrupted (PREFECT.md section 4).
 
-
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m flows.deployments",
-        description="Serve the inbox-recluster (scheduled) and cluster-on-demand deployments.")
-    p.add_argument("--inbox", required=True, help="folder of incoming .npz batch files")
-    p.add_argument("--dataset", required=True, help="dataset name in the store")
-    p.add_argument("--n-clusters", type=int, default=None,
-                   help="k of the first run (required until the dataset has a run)")
-    p.add_argument("--store", default=None,
-                   help="store path or URL (default: $FASTMICE_STORE or ./.fastmice)")
-    p.add_argument("--groups", type=int, default=20, help="view groups of the first run")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dask", default=None, metavar="ADDRESS",
-                   help="Dask scheduler (tcp://host:8786) for the view groups")
-    when = p.add_mutually_exclusive_group()
-    when.add_argument("--cron", default="*/30 * * * *",
-                      help='schedule of the inbox run (UTC; default "*/30 * * * *")')
-    when.add_argument("--interval", type=float, default=None, metavar="SECONDS",
-                      help="run the inbox every SECONDS instead of on a cron schedule")
-    return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Serve both deployments until interrupted (needs ``PREFECT_API_URL`` for scheduling)."""
+    Parameters
+    ----------
+    inbox : path-like
+        The inbox folder (created if missing).
+    dataset, store_url : str
+    parameters : dict
+        Further parameters bound into the inbox deployment: ``dask_address`` and those of
+        :func:`recluster_inbox` (the ensemble's, for its first run).
+    schedule : dict
+        ``{"cron": "*/30 * * * *"}`` or ``{"interval": seconds}``.
+    """
     from prefect import serve
     from prefect.deployments.runner import EntrypointType
 
-    # Under ``python -m`` this module is __main__: take the flow from its importable name,
-    # so that each run's subprocess can load it by module path.
-    from flows.deployments import recluster_inbox as inbox_flow
-
-    args = _parse_args(argv)
-    inbox = Path(args.inbox).resolve()
+    inbox = Path(inbox).resolve()
     inbox.mkdir(parents=True, exist_ok=True)
-    store_url = open_store(args.store).url
-    schedule = ({"interval": args.interval} if args.interval is not None
-                else {"cron": args.cron})
-    parameters = {"inbox": str(inbox), "dataset": args.dataset, "n_clusters": args.n_clusters,
-                  "store_url": store_url, "n_groups": args.groups, "seed": args.seed,
-                  "dask_address": args.dask}
-    inbox_deployment = inbox_flow.to_deployment(
-        name=INBOX_DEPLOYMENT.split("/")[1], parameters=parameters, concurrency_limit=1,
-        description=f"Register new batch files of {inbox} into dataset {args.dataset!r} "
+    bound = {"inbox": str(inbox), "dataset": dataset, "store_url": store_url, **parameters}
+    inbox_deployment = recluster_inbox.to_deployment(
+        name=INBOX_DEPLOYMENT.split("/")[1], parameters=bound, concurrency_limit=1,
+        description=f"Register new batch files of {inbox} into dataset {dataset!r} "
                     f"and recluster it.",
         tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH, **schedule)
     cluster_deployment = cluster_flow.to_deployment(
@@ -238,7 +218,3 @@ def main(argv: list[str] | None = None) -> None:
         description="Cluster a registered dataset on demand (-p dataset=NAME -p n_clusters=K).",
         tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH)
     serve(inbox_deployment, cluster_deployment)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,42 +1,14 @@
-"""Progress over view groups: a Prefect progress artifact plus in-process listeners.
-
-The flow reports progress here; the command line listens (to draw its progress bar) while
-it runs the flow in the same process. Listeners are plain callables, not flow parameters,
-so deployed flows are unaffected.
-"""
+"""A Prefect progress artifact over a run's view groups, passed on to in-process listeners."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["GroupProgress", "listen", "notify"]
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-Listener = Callable[[int, int, int, int], None]
-_listeners: list[Listener] = []
-_lock = threading.Lock()
+from pipeline.progress import notify
 
-
-@contextlib.contextmanager
-def listen(listener: Listener) -> Iterator[None]:
-    """Call ``listener(steps_done, n_steps, groups_done, n_groups)`` on every update."""
-    with _lock:
-        _listeners.append(listener)
-    try:
-        yield
-    finally:
-        with _lock:
-            _listeners.remove(listener)
-
-
-def notify(steps_done: int, n_steps: int, groups_done: int, n_groups: int) -> None:
-    """Pass a progress update to every listener."""
-    with _lock:
-        listeners = list(_listeners)
-    for listener in listeners:
-        listener(steps_done, n_steps, groups_done, n_groups)
+__all__ = ["GroupProgress"]
 
 
 class GroupProgress:
@@ -52,8 +24,6 @@ class GroupProgress:
     """
 
     def __init__(self, n_steps: int, n_groups: int, description: str) -> None:
-        from prefect.artifacts import create_progress_artifact
-
         self.n_steps, self.n_groups = n_steps, n_groups
         self.steps_done = self.groups_done = 0
         self._artifact: Any = create_progress_artifact(0.0, description=description)
@@ -61,8 +31,6 @@ class GroupProgress:
 
     def step(self, group_done: bool) -> None:
         """Count one finished task run (``group_done``: it was a base clustering)."""
-        from prefect.artifacts import update_progress_artifact
-
         self.steps_done += 1
         self.groups_done += int(group_done)
         update_progress_artifact(self._artifact, 100.0 * self.steps_done / max(self.n_steps, 1))

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Serve the fastmice deployments (inbox-recluster on a schedule, cluster-on-demand) from one
-# long-lived process: `python -m flows.deployments` (docs/operations.md).
+# long-lived process: `python -m cli.serve` (docs/operations.md).
 #
-#   infra/serve.sh --inbox DIR --dataset NAME [--n-clusters K] [--store URL] [--groups 20]
-#                  [--seed 0] [--cron "*/30 * * * *" | --interval SECONDS] [--dask ADDRESS]
+#   infra/serve.sh --inbox DIR --dataset NAME [--k K] [--store URL] [--groups M]
+#                  [--random-state S] [any other option of `fastmice cluster`]
+#                  [--cron "*/30 * * * *" | --interval SECONDS] [--dask ADDRESS]
 #                  [--background] [--home DIR]
 #   infra/serve.sh stop [--home DIR]
 #
@@ -12,7 +13,7 @@
 # --background detaches the process (its own process group; pid in HOME_DIR/serve.pid, log
 # in HOME_DIR/serve.log) so that `infra/local_server.sh stop` stops it before the server.
 # HOME_DIR is --home, else $PREFECT_HOME, else <repo>/.prefect. Options other than
-# --background, --home and stop go to `python -m flows.deployments` (see its --help).
+# --background, --home and stop go to `python -m cli.serve` (see its --help).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,7 +62,7 @@ python_bin=${PYTHON:-$(command -v python || command -v python3)}
 cd "$repo"
 export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
-cmd=("$python_bin" -m flows.deployments "${args[@]}")
+cmd=("$python_bin" -m cli.serve "${args[@]}")
 
 if [ "$background" = 0 ]; then
   exec "${cmd[@]}"

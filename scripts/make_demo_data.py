@@ -6,7 +6,8 @@ Usage: python scripts/make_demo_data.py DIR [--n-samples N] [--k K] [--seed S]
 import argparse
 from pathlib import Path
 
-from fastmice.datasets import make_multiview_blobs, save_views_dir
+from fastmice.datasets import make_multiview_blobs
+from pipeline.ingest import save_views_dir
 
 
 def main() -> None:

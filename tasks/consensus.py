@@ -15,33 +15,19 @@ import scipy.sparse as sp
 from prefect import task
 
 import fastmice
-from storage import open_store
-from tasks._prefect import TASK_OPTIONS, StoreCacheKey, register_cache_key
-from tasks.keys import (
+from pipeline.keys import (
     BASE_LABELS,
     BASE_PARTITION,
     CONSENSUS,
     base_key,
     consensus_key,
     group_row_keys,
-    stored_refs,
 )
+from pipeline.reuse import stored_or_computed
+from storage import open_store
+from tasks._options import TASK_OPTIONS
 
 __all__ = ["base_cluster", "consensus"]
-
-
-def base_outputs(parameters: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
-    """Key and artifacts of :func:`base_cluster`: its labels and its partition."""
-    spec = parameters["spec"]
-    key = base_key(group_row_keys(parameters["anchor_data"], parameters["data"], spec), spec)
-    return key, [(BASE_LABELS, key), (BASE_PARTITION, key)]
-
-
-def consensus_outputs(parameters: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]]:
-    """Key and artifact of :func:`consensus`."""
-    key = consensus_key([b["labels"]["key"] for b in parameters["bases"]],
-                        parameters["n_clusters"], parameters["seed"])
-    return key, [(CONSENSUS, key)]
 
 
 def _row_refs(data: Mapping[str, Any], graph: Mapping[str, Any],
@@ -57,18 +43,21 @@ def _row_refs(data: Mapping[str, Any], graph: Mapping[str, Any],
 
 @task(name="base-cluster", task_run_name="base-{spec[group_index]}", **TASK_OPTIONS)
 def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, Any],
-                 spec: dict[str, Any], graph: dict[str, Any],
+                 params: dict[str, Any], spec: dict[str, Any], graph: dict[str, Any],
                  rows: list[dict[str, Any]]) -> dict:
     """One group's base clustering of every sample of ``data`` (fastmice.cluster_group).
 
-    Reads the group's ``anchor-graph`` rows; writes ``base-labels`` (int64 ``.npy``) and
-    ``base-partition`` (``BipartitePartition.to_arrays``).
+    Reads the group's ``anchor-graph`` rows; writes ``base-partition``
+    (``BipartitePartition.to_arrays``), then ``base-labels`` (int64 ``.npy``), which marks
+    a finished group.
 
     Parameters
     ----------
     store_url : str
     anchor_data, data : dict
-        :func:`tasks.keys.dataset_ref` of the anchor batches and of the batches to cluster.
+        :func:`pipeline.keys.dataset_ref` of the anchor batches and of the batches to cluster.
+    params : dict
+        ``EnsembleParams.to_dict()`` of the run.
     spec : dict
     graph : dict
         :func:`tasks.graphs.build_graph`'s result for the group.
@@ -81,36 +70,35 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
         ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed``.
     """
     store = open_store(store_url)
-    key, outputs = base_outputs({"anchor_data": anchor_data, "data": data, "spec": spec})
-    refs = stored_refs(store, outputs)
-    computed = refs is None
-    if computed:
+    ensemble = fastmice.EnsembleParams.from_dict(params)
+    key = base_key(group_row_keys(anchor_data, data, ensemble, spec), spec)
+
+    def compute() -> list[Any]:
         pieces = [store.get(ref) for ref in _row_refs(data, graph, rows)]
         B = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
         partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec))
-        # The labels go last: a stored base-labels artifact marks a finished group.
-        partition_ref = store.put(BASE_PARTITION, key, partition.to_arrays()).to_dict()
-        refs = [store.put(BASE_LABELS, key, np.asarray(partition.labels_)).to_dict(),
-                partition_ref]
-    return {"group": spec["group_index"], "labels": refs[0], "partition": refs[1],
+        return [partition.to_arrays(), np.asarray(partition.labels_)]
+
+    (partition, labels), computed = stored_or_computed(
+        store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
+    return {"group": spec["group_index"], "labels": labels, "partition": partition,
             "n_base_clusters": spec["n_base_clusters"], "computed": computed}
 
 
 @task(name="consensus", **TASK_OPTIONS)
-def consensus(store_url: str, bases: list[dict[str, Any]], n_clusters: int, seed: int) -> dict:
+def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any]) -> dict:
     """The consensus partition of the base clusterings (fastmice.consensus_partition).
 
     Reads ``base-labels``; writes ``consensus`` (``ConsensusPartition.to_arrays``, whose
-    ``labels`` are the final labels).
+    ``labels`` are the final labels), seeded with the ensemble's root seed.
 
     Parameters
     ----------
     store_url : str
     bases : list of dict
         :func:`base_cluster`'s results, in group order.
-    n_clusters : int
-    seed : int
-        Root seed of the ensemble (``fastmice.resolve_seed(random_state)``).
+    params : dict
+        ``EnsembleParams.to_dict()`` of the run.
 
     Returns
     -------
@@ -118,15 +106,13 @@ def consensus(store_url: str, bases: list[dict[str, Any]], n_clusters: int, seed
         ``consensus`` (ref) and ``computed``.
     """
     store = open_store(store_url)
-    key, outputs = consensus_outputs({"bases": bases, "n_clusters": n_clusters, "seed": seed})
-    refs = stored_refs(store, outputs)
-    computed = refs is None
-    if computed:
+    ensemble = fastmice.EnsembleParams.from_dict(params)
+    key = consensus_key([b["labels"]["key"] for b in bases], ensemble)
+
+    def compute() -> list[Any]:
         base_labels = np.column_stack([store.get(b["labels"]) for b in bases])
-        result = fastmice.consensus_partition(base_labels, n_clusters, seed=seed)
-        refs = [store.put(CONSENSUS, key, result.to_arrays()).to_dict()]
+        return [fastmice.consensus_partition(base_labels, ensemble.n_clusters,
+                                             seed=ensemble.root_seed).to_arrays()]
+
+    refs, computed = stored_or_computed(store, [(CONSENSUS, key)], compute)
     return {"consensus": refs[0], "computed": computed}
-
-
-register_cache_key(base_cluster.name, StoreCacheKey("base", base_outputs))
-register_cache_key(consensus.name, StoreCacheKey("consensus", consensus_outputs))

@@ -6,16 +6,16 @@ from typing import Any
 
 from prefect import task
 
+from pipeline.ingest import read_data, register_batch
 from storage import open_store
-from tasks._prefect import TASK_OPTIONS
-from tasks.ingest import read_data, register_batch
+from tasks._options import TASK_OPTIONS
 
 __all__ = ["register_data"]
 
 
 @task(name="register-data", **TASK_OPTIONS)
 def register_data(store_url: str, dataset: str, paths: list[str], mode: str = "append") -> dict:
-    """Read data files and store them as a new dataset or batch (storage.DatasetStore).
+    """Read data files and store them as a new dataset or batch (pipeline.ingest).
 
     Parameters
     ----------
@@ -23,7 +23,7 @@ def register_data(store_url: str, dataset: str, paths: list[str], mode: str = "a
     dataset : str
         Dataset name.
     paths : list of str
-        As for :func:`tasks.ingest.read_data`.
+        As for :func:`pipeline.ingest.read_data`.
     mode : {"append", "create"}, default="append"
         ``"append"`` adds a batch to an existing dataset; ``"create"`` creates the dataset.
         Both are idempotent (data already registered are not stored twice).

@@ -1,36 +1,18 @@
-"""Tasks writing a run's results: the labels table, scores, the run record, Prefect artifacts."""
+"""Tasks writing a run's results: labels, scores and the run record; Prefect artifacts."""
 
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
-import numpy as np
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-import fastmice
-from storage import labels_table, open_store
-from storage.base import utc_now
-from storage.datasets import DatasetStore
-from tasks._prefect import TASK_OPTIONS
-from tasks.keys import LABELS, RUN, labels_key
+from pipeline.results import finish_run
+from storage import open_store
+from tasks._options import TASK_OPTIONS
 
-__all__ = ["SUMMARY_KEYS", "artifact_key", "report_run", "run_summary", "write_results"]
-
-#: Keys of the run summary the flows return and ``fastmice --json`` prints.
-SUMMARY_KEYS = ("run_id", "kind", "parent_run", "dataset", "n_samples", "n_views",
-                "n_clusters", "n_groups", "groups_computed", "groups_reused", "work",
-                "seconds", "labels_path", "scores", "store")
-
-
-def run_summary(record: dict[str, Any]) -> dict[str, Any]:
-    """The summary of a run record (its keys in :data:`SUMMARY_KEYS`; scores only if known)."""
-    summary = {k: record.get(k) for k in SUMMARY_KEYS}
-    if summary["scores"] is None:
-        del summary["scores"]
-    return summary
+__all__ = ["artifact_key", "report_run", "write_results"]
 
 
 def artifact_key(dataset: str, what: str) -> str:
@@ -39,18 +21,9 @@ def artifact_key(dataset: str, what: str) -> str:
     return f"fastmice-{slug}-{what}"
 
 
-def _ground_truth(datasets: DatasetStore, name: str, batch_ids: list[int]) -> np.ndarray | None:
-    """Labels of the batches, or None unless every batch carries labels."""
-    manifest = datasets.manifest(name)
-    if any(manifest["batches"][b]["labels"] is None for b in batch_ids):
-        return None
-    return datasets.load_labels(name, batches=batch_ids)
-
-
 @task(name="write-results", **TASK_OPTIONS)
-def write_results(store_url: str, run: dict[str, Any], data: dict[str, Any],
-                  consensus: dict[str, Any]) -> dict[str, Any]:
-    """Labels table, scores (fastmice.metrics.clustering_scores) and the run record.
+def write_results(store_url: str, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """Labels table, scores and the run record (pipeline.results.finish_run).
 
     Reads ``consensus`` and the dataset's ids and labels; writes ``labels`` (Parquet:
     ``sample_id``, ``label``) and the record ``run/<run_id>``.
@@ -58,43 +31,17 @@ def write_results(store_url: str, run: dict[str, Any], data: dict[str, Any],
     Parameters
     ----------
     store_url : str
-    run : dict
-        The run record so far (ids, parameters, group refs, counts, ``started_unix``).
+    record : dict
+        :func:`pipeline.runs.run_record`.
     data : dict
-        :func:`tasks.keys.dataset_ref` of the clustered batches.
-    consensus : dict
-        :func:`tasks.consensus.consensus`'s result.
+        :func:`pipeline.keys.dataset_ref` of the clustered batches.
 
     Returns
     -------
     record : dict
-        The run record as written (with ``labels``, ``labels_path``, ``scores`` -- None
-        without ground truth -- ``cluster_sizes`` and ``seconds``).
+        The run record as written.
     """
-    store = open_store(store_url)
-    datasets = DatasetStore(store)
-    batch_ids = [b["batch_id"] for b in data["batches"]]
-    labels = np.asarray(store.get(consensus["consensus"])["labels"])
-    table = labels_table(datasets.load_ids(data["name"], batches=batch_ids), {"label": labels},
-                         {"run_id": run["run_id"], "dataset": data["name"],
-                          "n_clusters": run["n_clusters"], "seed": run["params"]["random_state"],
-                          "code_version": fastmice.CODE_VERSION})
-    ref = store.put(LABELS, labels_key(consensus["consensus"]["key"], data), table)
-    truth = _ground_truth(datasets, data["name"], batch_ids)
-    scores = None if truth is None else fastmice.metrics.clustering_scores(truth, labels)
-    path = store.local_path(ref)
-    record = {
-        **run,
-        "consensus": consensus["consensus"],
-        "labels": ref.to_dict(),
-        "labels_path": str(path) if path is not None else f"{store.url}#{LABELS}/{ref.key}",
-        "scores": scores,
-        "cluster_sizes": np.bincount(labels, minlength=run["n_clusters"]).tolist(),
-        "finished": utc_now(),
-        "seconds": round(time.time() - run["started_unix"], 3),
-    }
-    store.write_record(RUN, run["run_id"], record)
-    return record
+    return finish_run(open_store(store_url), record, data)
 
 
 @task(name="report-run", **TASK_OPTIONS)

@@ -7,9 +7,9 @@ from typing import Any
 from prefect import task
 
 import fastmice
+from pipeline.keys import VIEW_GROUPS, specs_key
 from storage import open_store
-from tasks._prefect import TASK_OPTIONS
-from tasks.keys import VIEW_GROUPS, specs_key
+from tasks._options import TASK_OPTIONS
 
 __all__ = ["draw_groups"]
 
@@ -25,10 +25,10 @@ def draw_groups(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
     ----------
     store_url : str
     anchor_data : dict
-        :func:`tasks.keys.dataset_ref` of the batches the ensemble was created on (its
+        :func:`pipeline.keys.dataset_ref` of the batches the ensemble was created on (its
         shape, not its values, enters the specs).
     params : dict
-        :func:`tasks.params.ensemble_params`.
+        ``EnsembleParams.to_dict()`` of the run.
     start, n_groups : int
 
     Returns
@@ -36,12 +36,11 @@ def draw_groups(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
     specs : list of dict
         ``ViewGroupSpec.to_dict()`` of each group, in group order.
     """
-    specs = fastmice.draw_view_groups(
-        anchor_data["n_features"], anchor_data["n_samples"], params["n_clusters"],
-        seed=params["seed"], n_groups=n_groups, start=start, n_anchors=params["n_anchors"],
-        n_neighbors=params["n_neighbors"], feature_ratio=tuple(params["feature_ratio"]),
-        base_clusters=tuple(params["base_clusters"]), metric=params["metric"])
+    ensemble = fastmice.EnsembleParams.from_dict(params)
+    specs = fastmice.draw_view_groups(anchor_data["n_features"], anchor_data["n_samples"],
+                                      ensemble, seed=ensemble.root_seed, start=start,
+                                      n_groups=n_groups)
     dicts = [spec.to_dict() for spec in specs]
-    open_store(store_url).put(VIEW_GROUPS, specs_key(anchor_data, params, start, n_groups),
+    open_store(store_url).put(VIEW_GROUPS, specs_key(anchor_data, ensemble, start, n_groups),
                               {"specs": dicts})
     return dicts

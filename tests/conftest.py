@@ -65,7 +65,7 @@ def store(tmp_path):
 @pytest.fixture
 def registered(store, blobs):
     """The store with ``blobs`` registered as dataset ``"blobs"`` in one batch."""
-    from tasks.ingest import register_batch
+    from pipeline.ingest import register_batch
 
     Xs, y = blobs
     register_batch(store, "blobs", Xs, y, mode="create")

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import fastmice
-from fastmice.datasets import save_views_dir
-from flows.cli import main
+from cli.main import main
+from pipeline.ingest import save_views_dir
+from pipeline.keys import BASE_LABELS, RUN
 from storage import open_store
-from tasks.keys import BASE_LABELS, RUN
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,12 @@ ERRORS = [
     (["cluster", "{f}/blobs.npz", "--k", "1"], r"--k 1 must be >= 2"),
     (["cluster", "{f}/blobs.npz", "--groups", "0"], r"--groups 0 must be >= 1"),
     (["cluster", "{f}/blobs.npz", "--metric", "manhattan"], "metric 'manhattan'"),
-    (["cluster", "{f}/blobs.npz", "--seed", "-3"], r"--seed -3 must be in"),
+    (["cluster", "{f}/blobs.npz", "--seed", "-3"], r"--random-state -3 must be in"),
+    (["cluster", "{f}/blobs.npz", "--feature-ratio", "0.5,1.5"],
+     r"--feature-ratio \[0.5, 1.5\] must satisfy"),
+    (["cluster", "{f}/blobs.npz", "--base-clusters", "0.1,2"], r"--base-clusters .* gives base"),
+    (["cluster", "{f}/blobs.npz", "--n-jobs", "0"], r"--n-jobs 0 is not allowed"),
+    (["extend", "blobs-old", "--groups", "2", "--n-jobs", "0"], r"--n-jobs 0 is not allowed"),
     (["cluster", "{f}/nolabels.npz"], "--k is required"),
     (["cluster", "{f}/nolabels.npz", "--k", "3", "--name", "blobs"],
      "Dataset 'blobs' already exists .* with other data"),
@@ -120,7 +125,7 @@ def test_usage_errors_are_one_line(capsys, cli_env):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "fastmice cluster: error: argument --k: invalid int value: 'abc' "
+        "fastmice cluster: error: argument --k/--n-clusters: invalid int value: 'abc' "
         "(see fastmice cluster --help)"]
 
 
@@ -143,7 +148,7 @@ def _env(api_url: str | None = None) -> dict[str, str]:
 
 
 def _cli(args, api_url=None, check=True):
-    result = subprocess.run([sys.executable, "-m", "flows.cli", *map(str, args)], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "cli", *map(str, args)], cwd=ROOT,
                             env=_env(api_url), capture_output=True, text=True, timeout=300,
                             check=False)
     if check:
@@ -155,6 +160,36 @@ def _one_json(stdout: str) -> dict:
     """The only JSON object on stdout (and nothing else there)."""
     assert len(stdout.strip().splitlines()) == 1, stdout
     return json.loads(stdout)
+
+
+NO_PREFECT = """
+import sys
+from cli.main import main
+status = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("prefect", "tasks", "flows"))
+assert not loaded, loaded
+sys.exit(status)
+"""
+
+
+def test_runs_show_and_append_never_import_prefect(tmp_path, files, blobs):
+    from pipeline.ingest import register_batch
+
+    store = open_store(tmp_path / "store")
+    Xs, y = blobs
+    register_batch(store, "blobs", Xs, y, mode="create")
+    store.write_record(RUN, "blobs-old", {
+        "run_id": "blobs-old", "kind": "cluster", "parent_run": None, "dataset": "blobs",
+        "created": "2026-01-01T00:00:00", "n_samples": 600, "n_views": 3, "n_clusters": 4,
+        "n_groups": 1, "groups_computed": 1, "groups_reused": 0, "work": {}, "seconds": 1.0,
+        "labels_path": "-", "scores": None, "store": store.url, "batches": [0],
+        "anchor_batches": [0], "params": {}, "groups": [], "cluster_sizes": []})
+    for argv in (["runs"], ["show", "blobs-old"], ["append", "blobs", files / "blobs"]):
+        result = subprocess.run([sys.executable, "-c", NO_PREFECT, *map(str, argv),
+                                 "--store", str(tmp_path / "store")], cwd=ROOT, env=_env(),
+                                capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip(), argv
 
 
 def test_an_error_in_a_subprocess_has_no_traceback(tmp_path):
@@ -217,7 +252,7 @@ def slow(B, spec):
     time.sleep(0.6)
     return real(B, spec)
 fastmice.cluster_group = slow
-from flows.cli import main
+from cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

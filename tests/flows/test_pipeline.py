@@ -7,9 +7,9 @@ import pytest
 import scipy.sparse as sp
 
 import fastmice
+from pipeline.ingest import register_batch
+from pipeline.keys import BASE_LABELS, RUN
 from storage.datasets import DatasetStore
-from tasks.ingest import register_batch
-from tasks.keys import BASE_LABELS, RUN
 
 pytestmark = pytest.mark.flows
 
@@ -30,8 +30,8 @@ def _cluster(store, runner=None, **kwargs):
     from flows.pipeline import cluster_flow
 
     flow = cluster_flow if runner is None else cluster_flow.with_options(task_runner=runner)
-    return flow(dataset="blobs", n_clusters=K, n_groups=M, seed=SEED, store_url=store.url,
-                n_anchors=ANCHORS, **kwargs)
+    return flow(dataset="blobs", n_clusters=K, n_groups=M, random_state=SEED,
+                store_url=store.url, n_anchors=ANCHORS, **kwargs)
 
 
 def test_rerun_computes_nothing_and_labels_equal_the_library(prefect_api, registered, blobs):
@@ -104,9 +104,10 @@ def test_extend_computes_only_the_new_groups(prefect_api, registered, blobs):
 
 def _reference_recluster(Xs_old, Xs_new, n_samples_anchor):
     """The recluster composed from library calls: anchors from the old batch only."""
-    seed = fastmice.resolve_seed(SEED)
-    specs = fastmice.draw_view_groups([X.shape[1] for X in Xs_old], n_samples_anchor, K,
-                                      seed=seed, n_groups=M, n_anchors=ANCHORS)
+    params = fastmice.EnsembleParams(K, n_groups=M, n_anchors=ANCHORS, random_state=SEED)
+    seed = params.root_seed
+    specs = fastmice.draw_view_groups([X.shape[1] for X in Xs_old], n_samples_anchor, params,
+                                      seed=seed)
     base = []
     for spec in specs:
         B_old, anchors = fastmice.build_group_graph(Xs_old, spec)

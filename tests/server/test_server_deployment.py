@@ -1,8 +1,9 @@
 """End to end against a real Prefect server: the inbox deployment, served and run on demand.
 
-Starts ``prefect server start`` (SQLite in a temporary PREFECT_HOME) and the serve process of
-``flows/deployments.py``, drops batch files into an inbox and runs the deployment through the
-server's REST API (what ``prefect deployment run`` does), then reads the artifact store.
+Starts ``prefect server start`` (SQLite in a temporary PREFECT_HOME) and the serve process
+(``python -m cli.serve``, serving ``flows/deployments.py``), drops batch files into an inbox
+and runs the deployment through the server's REST API (what ``prefect deployment run``
+does), then reads the artifact store.
 About 35-60 s on 2 cores; marked ``server`` and ``slow``.
 """
 
@@ -161,9 +162,9 @@ def _write_batch(inbox: Path, name: str, Xs: list[np.ndarray], y: np.ndarray) ->
 
 def test_served_inbox_deployment_ingests_and_reclusters(prefect_server, tmp_path):
     from fastmice.datasets import make_multiview_blobs
+    from pipeline.runs import list_runs
     from storage import open_store
     from storage.datasets import DatasetStore
-    from tasks.runs import list_runs
 
     api, env = prefect_server["api"], dict(prefect_server["env"])
     inbox, store_dir = tmp_path / "inbox", tmp_path / "store"
@@ -173,8 +174,8 @@ def test_served_inbox_deployment_ingests_and_reclusters(prefect_server, tmp_path
 
     env["PREFECT_RUNNER_POLL_FREQUENCY"] = "2"  # pick up runs faster than the default 10 s
     log = tmp_path / "serve.log"
-    serve = _start([sys.executable, "-m", "flows.deployments", "--inbox", str(inbox),
-                    "--dataset", "blobs", "--n-clusters", "3", "--groups", "4",
+    serve = _start([sys.executable, "-m", "cli.serve", "--inbox", str(inbox),
+                    "--dataset", "blobs", "--k", "3", "--groups", "4", "--anchors", "40",
                     "--store", str(store_dir), "--cron", CRON], env, log)
     try:
         deployment = _wait_for(
@@ -190,6 +191,8 @@ def test_served_inbox_deployment_ingests_and_reclusters(prefect_server, tmp_path
         store = open_store(str(store_dir))
         assert DatasetStore(store).manifest("blobs")["n_samples"] == 200
         assert [r["kind"] for r in list_runs(store, "blobs")] == ["cluster"]
+        params = list_runs(store, "blobs")[0]["params"]  # bound by the serve command
+        assert (params["n_groups"], params["n_anchors"], params["random_state"]) == (4, 40, 0)
         assert sorted(p.name for p in inbox.iterdir()) == ["processed"]
 
         # 2. A new batch is appended, and the dataset reclustered: labels for all 300 samples.

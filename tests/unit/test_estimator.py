@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
 from fastmice import (
+    EnsembleParams,
     FastMICE,
     build_group_graph,
     cluster_group,
@@ -44,7 +45,7 @@ def test_fit_is_the_composition_of_the_steps_in_any_group_order(small_views):
     Xs, _ = small_views
     model = FastMICE(3, random_state=11, **SMALL).fit(Xs)
     seed = resolve_seed(11)
-    specs = draw_view_groups([5, 8], 300, 3, seed=seed, n_groups=6, n_anchors=50)
+    specs = draw_view_groups([5, 8], 300, EnsembleParams(3, n_groups=6, n_anchors=50), seed=seed)
     assert specs == model.view_groups_
     base = {}
     for spec in reversed(specs):  # any order, any process: each group needs only its spec

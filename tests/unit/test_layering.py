@@ -1,32 +1,126 @@
-"""Imports go one way: flows -> tasks -> {fastmice, storage}; the core never loads Prefect."""
+"""Imports go one way: cli -> flows -> tasks -> pipeline -> {fastmice, storage}.
 
+Every import statement of every module (at any depth: a function's lazy import counts) is
+read with :mod:`ast`. Print the import graph by layer with::
+
+    python -m tests.unit.test_layering
+"""
+
+from __future__ import annotations
+
+import ast
 import subprocess
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The layers, bottom first, and the packages of ours each may import.
+LAYERS = {
+    "fastmice": set(),
+    "storage": set(),
+    "pipeline": {"fastmice", "storage"},
+    "tasks": {"pipeline", "fastmice", "storage"},
+    "flows": {"tasks", "pipeline", "fastmice", "storage"},
+    "cli": {"flows", "tasks", "pipeline", "fastmice", "storage"},
+}
+#: The only third-party packages each bottom layer may import (besides the standard library).
+THIRD_PARTY = {
+    "fastmice": {"numpy", "scipy", "sklearn", "joblib", "threadpoolctl"},
+    "storage": {"numpy", "scipy", "pyarrow", "fsspec"},
+    "pipeline": {"numpy", "scipy", "pyarrow"},
+}
+#: Packages only the orchestration layers (tasks, flows, cli) may import.
+PREFECT = {"prefect", "prefect_dask", "distributed", "dask"}
+#: Named exceptions, each with its reason (imports made only when a function is called).
+EXCEPTIONS = {
+    ("fastmice/datasets.py", "pipeline"):
+        "deprecated forwards of load_dataset/available_datasets, kept only until "
+        "benchmarks/quality.py imports them from pipeline.ingest",
+}
 
-def test_core_and_store_do_not_import_prefect():
+
+def imports_of(path: Path) -> set[str]:
+    """Top-level names of every module ``path`` imports (relative imports excluded)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def import_graph() -> dict[str, dict[str, set[str]]]:
+    """``{package: {imported top-level name: {files importing it}}}`` for every layer."""
+    graph: dict[str, dict[str, set[str]]] = {}
+    for package in LAYERS:
+        edges: dict[str, set[str]] = defaultdict(set)
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for name in imports_of(path) - {"__future__", package}:
+                edges[name].add(str(path.relative_to(ROOT)))
+        graph[package] = dict(edges)
+    return graph
+
+
+def _violations() -> list[str]:
+    out = []
+    for package, edges in import_graph().items():
+        for name, files in edges.items():
+            ours = name in LAYERS
+            stdlib = name in sys.stdlib_module_names
+            allowed = (name in LAYERS[package] if ours else
+                       stdlib or (name in THIRD_PARTY[package] if package in THIRD_PARTY
+                                  else True))
+            if package in THIRD_PARTY and name in PREFECT:
+                allowed = False
+            for file in sorted(files):
+                if not allowed and (file, name) not in EXCEPTIONS:
+                    out.append(f"{file} imports {name}")
+    return out
+
+
+def test_no_module_imports_against_the_direction():
+    assert not _violations()
+
+
+def test_the_exceptions_are_still_needed():
+    graph = import_graph()
+    for (file, name) in EXCEPTIONS:
+        package = file.split("/")[0]
+        assert file in graph[package].get(name, set()), f"{file} no longer imports {name}"
+
+
+def test_lower_layers_load_no_prefect_and_nothing_above_them():
     # In a fresh interpreter: other tests may already have imported Prefect here.
-    code = ("import sys, fastmice, fastmice.datasets, fastmice.metrics, storage, "
-            "storage.datasets; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('prefect', 'tasks', 'flows')); assert not bad, bad")
+    modules = sorted(".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(
+        ".__init__") for layer in ("fastmice", "storage", "pipeline")
+        for p in (ROOT / layer).rglob("*.py") if p.name != "__main__.py")
+    code = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('prefect', 'tasks', 'flows', 'cli'))\nassert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0, result.stderr
 
 
-def test_no_module_imports_against_the_direction():
-    forbidden = {"fastmice": ("prefect", "tasks", "flows", "storage"),
-                 "storage": ("prefect", "tasks", "flows", "fastmice"),
-                 "tasks": ("flows",)}
-    offenders = []
-    for package, banned in forbidden.items():
-        for path in (ROOT / package).rglob("*.py"):
-            for line in path.read_text().splitlines():
-                words = line.split()
-                if len(words) >= 2 and words[0] in ("import", "from") and \
-                        words[1].split(".")[0] in banned:
-                    offenders.append(f"{path.relative_to(ROOT)}: {line.strip()}")
-    assert not offenders, offenders
+def format_graph() -> str:
+    """The import graph by layer, top first: ``package -> ours | third party``."""
+    lines = []
+    for package, edges in reversed(list(import_graph().items())):
+        excepted = {name for (file, name) in EXCEPTIONS if file.split("/")[0] == package
+                    and edges.get(name, set()) <= {file}}
+        ours = sorted(n + ("*" if n in excepted else "") for n in edges if n in LAYERS)
+        others = sorted(n for n in edges if n not in LAYERS and n not in sys.stdlib_module_names)
+        lines.append(f"{package:<9} -> {', '.join(ours) or '(nothing of ours)':<42} | "
+                     f"{', '.join(others)}")
+    lines.extend(f"  * exception: {file} -> {name}: {why}"
+                 for (file, name), why in EXCEPTIONS.items())
+    violations = _violations()
+    lines.append(f"violations: {len(violations)}" + "".join(f"\n  {v}" for v in violations))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(format_graph())

@@ -11,6 +11,7 @@ from sklearn.neighbors import NearestNeighbors
 from fastmice import (
     BipartitePartition,
     ConsensusPartition,
+    EnsembleParams,
     GroupAnchors,
     ViewGroupSpec,
     build_group_graph,
@@ -24,7 +25,7 @@ from fastmice._anchors import fit_anchor_index, search_nearest_anchors
 
 
 def test_specs_follow_the_official_draws():
-    specs = draw_view_groups([10, 20, 30], 500, 4, seed=7, n_groups=50)
+    specs = draw_view_groups([10, 20, 30], 500, EnsembleParams(4, n_groups=50), seed=7)
     for spec in specs:
         size = len(spec.views)
         assert 1 <= size <= 3 and len(set(spec.views)) == size
@@ -39,14 +40,14 @@ def test_specs_follow_the_official_draws():
 
 
 def test_specs_are_prefix_stable_and_serialisable():
-    first = draw_view_groups([10, 20], 500, 4, seed=3, n_groups=5)
-    more = draw_view_groups([10, 20], 500, 4, seed=3, n_groups=8)
-    extra = draw_view_groups([10, 20], 500, 4, seed=3, n_groups=3, start=5)
+    first = draw_view_groups([10, 20], 500, EnsembleParams(4, n_groups=5), seed=3)
+    more = draw_view_groups([10, 20], 500, EnsembleParams(4, n_groups=8), seed=3)
+    extra = draw_view_groups([10, 20], 500, EnsembleParams(4, n_groups=3), seed=3, start=5)
     assert more[:5] == first and more[5:] == extra
     assert len({s.seed for s in more}) == 8
     record = json.loads(json.dumps(first[0].to_dict()))
     assert ViewGroupSpec.from_dict(record) == first[0]
-    assert draw_view_groups([10, 20], 500, 4, seed=4, n_groups=5) != first
+    assert draw_view_groups([10, 20], 500, EnsembleParams(4, n_groups=5), seed=4) != first
 
 
 def test_approximate_search_finds_most_true_neighbours():
@@ -82,7 +83,7 @@ def test_cosine_anchor_of_a_cluster_emptied_by_the_repair_is_zero_not_a_hub():
 
 def test_graph_rows_are_unit_norm_per_member_and_transform_reproduces_them(make_blobs):
     Xs, _ = make_blobs(n_samples=400, dims=(6, 9, 4))
-    spec = draw_view_groups([6, 9, 4], 400, 3, seed=1, n_groups=10, n_anchors=60)[0]
+    spec = draw_view_groups([6, 9, 4], 400, EnsembleParams(3, n_groups=10, n_anchors=60), seed=1)[0]
     B, anchors = build_group_graph(Xs, spec)
     assert B.shape == (400, anchors.n_columns) == (400, spec.n_anchors * len(spec.views))
     start = 0
@@ -146,7 +147,7 @@ def test_consensus_recovers_an_agreed_partition():
 
 def test_base_clustering_uses_the_spec_k_and_seed(make_blobs):
     Xs, _ = make_blobs(n_samples=200)
-    spec = draw_view_groups([5, 8], 200, 3, seed=2, n_groups=1, n_anchors=40)[0]
+    spec = draw_view_groups([5, 8], 200, EnsembleParams(3, n_groups=1, n_anchors=40), seed=2)[0]
     B, _ = build_group_graph(Xs, spec)
     labels = cluster_group(B, spec).labels_
     assert len(np.unique(labels)) == spec.n_base_clusters

@@ -1,4 +1,4 @@
-"""Reading and registering data, parameter checks and run plans (no Prefect involved)."""
+"""Reading and registering data, the parameter object, run plans and ids (no Prefect)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 import scipy.io
 
+import fastmice
+from pipeline.ingest import default_dataset_name, read_data, register_batch
+from pipeline.keys import RUN
+from pipeline.params import ensemble_params, params_of
+from pipeline.plans import plan_cluster, plan_extend, plan_recluster
+from pipeline.runs import list_runs, new_run_id
 from storage import ArtifactNotFoundError
 from storage.datasets import DatasetStore
-from tasks.ingest import default_dataset_name, read_data, register_batch
-from tasks.keys import RUN
-from tasks.params import ensemble_params
-from tasks.runs import list_runs, new_run_id, plan_cluster, plan_extend, plan_recluster
 
 
 @pytest.fixture
@@ -145,7 +147,11 @@ def test_register_append_errors(store, views):
     ({"n_clusters": 31}, ValueError, r"n_clusters=31 must be <= n_samples=30"),
     ({"n_clusters": 2.5}, TypeError, r"n_clusters must be an int; got 2.5"),
     ({"n_groups": 0}, ValueError, r"n_groups=0 must be >= 1"),
-    ({"seed": -1}, ValueError, r"seed=-1 must be in \[0, 4294967295\]"),
+    ({"random_state": -1}, ValueError, r"random_state=-1 must be in \[0, 4294967295\]"),
+    ({"random_state": 1.5}, TypeError, r"random_state must be an int"),
+    ({"n_jobs": 0}, ValueError, r"n_jobs=0 is not allowed"),
+    ({"base_clusters": (0.1, 2)}, ValueError, r"base_clusters=\(0.1, 2\) gives base"),
+    ({"n_neighbours": 3}, TypeError, r"Unknown parameters \['n_neighbours'\]"),
     ({"metric": "manhattan"}, ValueError, r"Unknown metric 'manhattan'"),
     ({"metric": ["cosine"]}, ValueError, r"metric has 1 entries; expected one per view \(2\)"),
     ({"n_anchors": 0}, ValueError, r"n_anchors=0 must be >= 1"),
@@ -153,18 +159,18 @@ def test_register_append_errors(store, views):
     ({"metric": "euclidean,l1"}, ValueError, r"Unknown metric 'l1' for view 1"),
 ])
 def test_ensemble_params_errors(change, error, match):
-    kwargs = {"n_samples": 30, "n_views": 2, "n_clusters": 3, "n_groups": 4, "seed": 0}
+    kwargs = {"n_clusters": 3, "n_groups": 4, "random_state": 0}
     with pytest.raises(error, match=match):
-        ensemble_params(**{**kwargs, **change})
+        ensemble_params(30, 2, **{**kwargs, **change})
 
 
 def test_ensemble_params_normalises_metrics_and_resolves_the_seed():
-    import fastmice
-
-    params = ensemble_params(n_samples=30, n_views=2, n_clusters=3, n_groups=4, seed=7,
-                             metric="euclidean,cosine")
-    assert params["metric"] == ["euclidean", "cosine"]
-    assert params["seed"] == fastmice.resolve_seed(7) and params["random_state"] == 7
+    params = ensemble_params(30, 2, n_clusters=3, n_groups=4, random_state=7,
+                             metric="euclidean,cosine", n_anchors=None)
+    assert params.metric == ("euclidean", "cosine") and params.n_anchors == 1000
+    assert params.root_seed == fastmice.resolve_seed(7) and params.random_state == 7
+    # An unseeded pipeline run is reproducible: it gets the pipeline's fixed seed.
+    assert ensemble_params(30, 2, n_clusters=3).random_state == 0
 
 
 def _fake_run(store, run_id, dataset, created, **extra):
@@ -174,21 +180,29 @@ def _fake_run(store, run_id, dataset, created, **extra):
 
 
 def test_plans_of_the_three_kinds(registered):
-    plan = plan_cluster(registered, "blobs", 4, n_groups=3, seed=1)
-    assert plan["kind"] == "cluster" and plan["anchor_data"] == plan["data"]
-    _fake_run(registered, "r1", "blobs", "2026-01-01T00:00:00", params=plan["params"],
-              batches=[0], anchor_batches=[0], dataset_fingerprint=plan["data"]["fingerprint"])
-    extended = plan_extend(registered, "r1", 2)
-    assert extended["params"]["n_groups"] == 5 and extended["parent_run"] == "r1"
+    plan = plan_cluster(registered, "blobs", n_clusters=4, n_groups=3, random_state=1)
+    assert plan.kind == "cluster" and plan.anchor_data == plan.data and not plan.later_batches
+    _fake_run(registered, "r1", "blobs", "2026-01-01T00:00:00", params=plan.params.to_dict(),
+              batches=[0], anchor_batches=[0], dataset_fingerprint=plan.data["fingerprint"])
+    extended = plan_extend(registered, "r1", 2, n_jobs=3)
+    assert extended.params.n_groups == 5 and extended.parent_run == "r1"
+    assert extended.params.n_jobs == 3 and extended.params.random_state == 1
     again = plan_recluster(registered, "blobs")
-    assert again["params"] == plan["params"] and again["parent_run"] == "r1"
+    assert again.params == plan.params and again.parent_run == "r1"
+
+
+def test_records_written_before_the_parameter_object_still_plan(registered):
+    plan = plan_cluster(registered, "blobs", n_clusters=4, n_groups=3, random_state=1)
+    old = {k: v for k, v in plan.params.to_dict().items() if k != "n_jobs"}
+    old["seed"] = plan.params.root_seed  # the root seed, once stored under this name
+    assert params_of({"params": old}) == plan.params
 
 
 def test_plan_errors(registered):
     with pytest.raises(ArtifactNotFoundError, match="No dataset 'other'"):
-        plan_cluster(registered, "other", 4)
+        plan_cluster(registered, "other", n_clusters=4)
     with pytest.raises(ValueError, match="n_clusters=601 must be <="):
-        plan_cluster(registered, "blobs", 601)
+        plan_cluster(registered, "blobs", n_clusters=601)
     with pytest.raises(ArtifactNotFoundError, match=r"Unknown run 'nope'.*fastmice runs"):
         plan_extend(registered, "nope", 2)
     with pytest.raises(ValueError, match="n_groups=0 must be >= 1"):

@@ -1,4 +1,4 @@
-"""Read multi-view data files and register them as dataset batches (Prefect-free).
+"""Read user data files and register them as dataset batches.
 
 The command line calls these before it starts a flow, so that a bad file or a bad name is
 reported before anything is written; :mod:`tasks.datasets` wraps them as a Prefect task for
@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-import fastmice
-from fastmice import datasets as fm_datasets
+from pipeline.ingest.matlab import load_mat
+from pipeline.ingest.npz import load_npz
+from pipeline.ingest.views import load_views
 from storage import NAME_PATTERN, ArtifactNotFoundError, content_key, validate_name
 from storage.datasets import DatasetStore, batch_fingerprint
 
@@ -40,7 +41,8 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
     Returns
     -------
     Xs : list of ndarray or csr_matrix, each of shape (n_samples, n_features_v)
-        Validated by :func:`fastmice.check_views` (float32/float64, finite, equal rows).
+        Validated by the loaders with :func:`fastmice.check_views` (float32/float64,
+        finite, equal rows).
         ``.npy`` views are memory-mapped read-only, not read: a large data set is then
         checked and copied into the store without a second copy in memory.
     labels : ndarray of shape (n_samples,) or None
@@ -61,19 +63,19 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
         if not f.exists():
             raise FileNotFoundError(f"No such file or directory: {f}")
     if len(files) == 1 and files[0].is_dir():
-        Xs, labels = fm_datasets.load_views(files[0], mmap_mode="r")
+        Xs, labels = load_views(files[0], mmap_mode="r")
     elif len(files) == 1 and files[0].suffix.lower() == ".npz":
-        Xs, labels = fm_datasets.load_npz(files[0])
+        Xs, labels = load_npz(files[0])
     elif len(files) == 1 and files[0].suffix.lower() == ".mat":
-        Xs, labels = fm_datasets.load_mat(files[0])
+        Xs, labels = load_mat(files[0])
     else:
         for f in files:
             if f.is_dir() or f.suffix.lower() not in VIEW_SUFFIXES:
                 raise ValueError(
                     f"{f}: expected one .npz, one .mat or one directory alone, or one "
                     f"{'/'.join(VIEW_SUFFIXES)} file per view.")
-        Xs, labels = fm_datasets.load_views(files, mmap_mode="r")
-    return fastmice.check_views(Xs), labels
+        Xs, labels = load_views(files, mmap_mode="r")
+    return Xs, labels
 
 
 def default_dataset_name(paths: Sequence[str | os.PathLike]) -> str:
@@ -116,7 +118,8 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
     name : str
         Dataset name.
     Xs : list of ndarray or csr_matrix
-        Validated views (see :func:`read_data`).
+        Views validated by :func:`fastmice.check_views` (as :func:`read_data` returns them);
+        the store itself checks only their layout.
     labels : ndarray of shape (n_samples,) or None
     mode : {"create", "append"}
 

@@ -1,19 +1,21 @@
-"""Content keys of the pipeline's artifacts, and the small refs the tasks pass around.
+"""Content keys of the pipeline's artifacts, and the small dataset refs the tasks pass around.
 
-Prefect-free: the command line and the cache-key functions use it without starting a flow.
+Every key is ``content_key(kind, what it was computed from, CODE_VERSION)``, and the
+parameters enter it as the whole :class:`fastmice.EnsembleParams` (``to_dict()``), directly
+or through the key of an input, less only the fields declared below as unable to change
+that artifact. A new parameter is therefore in every key unless someone says otherwise::
 
-Every key is ``content_key(tag, what it was computed from, parameters, CODE_VERSION)``::
-
-    view groups    = (anchor-batch fingerprints, ensemble parameters, start, count)
-    group anchors  = (anchor-batch fingerprints, spec)
+    view groups    = (anchor-batch fingerprints, params - ensemble size, start, count)
+    group anchors  = (anchor-batch fingerprints, params - ensemble size, spec)
     graph rows     = (group-anchors key, batch fingerprint)        # one piece per batch
     base labels    = ([graph-rows keys, in batch order], spec)
-    consensus      = ([base-labels keys, in group order], n_clusters, root seed)
+    consensus      = ([base-labels keys, in group order], params)
     labels table   = (consensus key, [batch fingerprints])
 
-The *anchor batches* are the batches a view group's anchors were drawn from (those of the
-dataset when the ensemble was created); graph rows of any later batch are placed with those
-anchors, so a batch's rows never change once computed.
+(``params`` never includes :data:`EXECUTION_ONLY`.) The *anchor batches* are the batches a
+view group's anchors were drawn from (those of the dataset when the ensemble was created);
+graph rows of any later batch are placed with those anchors, so a batch's rows never change
+once computed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fastmice
+from fastmice import EnsembleParams
 from storage import content_key
 
 __all__ = [
@@ -29,6 +32,8 @@ __all__ = [
     "BASE_LABELS",
     "BASE_PARTITION",
     "CONSENSUS",
+    "ENSEMBLE_SIZE",
+    "EXECUTION_ONLY",
     "GRAPH_ROWS",
     "LABELS",
     "RUN",
@@ -41,7 +46,6 @@ __all__ = [
     "labels_key",
     "rows_key",
     "specs_key",
-    "stored_refs",
 ]
 
 # Artifact kinds (nouns) and the run-record kind.
@@ -53,6 +57,19 @@ BASE_PARTITION = "base-partition"
 CONSENSUS = "consensus"
 LABELS = "labels"
 RUN = "run"
+
+#: Parameters in no key: they change how a run executes, never what it computes.
+EXECUTION_ONLY = ("n_jobs",)
+#: Parameters in no view group's keys: group ``g`` is the same in an ensemble of any size
+#: (``fastmice.draw_view_groups``), which is what lets ``extend`` reuse the old groups.
+ENSEMBLE_SIZE = ("n_groups",)
+
+
+def _params(params: EnsembleParams, leave_out: Sequence[str] = ()) -> dict[str, Any]:
+    values = params.to_dict()
+    for name in (*EXECUTION_ONLY, *leave_out):
+        del values[name]
+    return values
 
 
 def dataset_ref(manifest: Mapping[str, Any], batch_ids: Sequence[int] | None = None) -> dict:
@@ -100,18 +117,18 @@ def _fingerprints(data: Mapping[str, Any]) -> list[str]:
     return [b["fingerprint"] for b in data["batches"]]
 
 
-def specs_key(anchor_data: Mapping[str, Any], params: Mapping[str, Any], start: int,
+def specs_key(anchor_data: Mapping[str, Any], params: EnsembleParams, start: int,
               n_groups: int) -> str:
     """Key of the drawn view-group specs ``start .. start + n_groups - 1``."""
-    drawn = {k: params[k] for k in ("n_clusters", "metric", "n_anchors", "n_neighbors",
-                                    "feature_ratio", "base_clusters", "seed")}
-    return content_key(VIEW_GROUPS, _fingerprints(anchor_data), drawn, int(start),
-                       int(n_groups), fastmice.CODE_VERSION)
+    return content_key(VIEW_GROUPS, _fingerprints(anchor_data), _params(params, ENSEMBLE_SIZE),
+                       int(start), int(n_groups), fastmice.CODE_VERSION)
 
 
-def anchors_key(anchor_data: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
+def anchors_key(anchor_data: Mapping[str, Any], params: EnsembleParams,
+                spec: Mapping[str, Any]) -> str:
     """Key of a group's anchors (and of the graph built with them)."""
-    return content_key(ANCHORS, _fingerprints(anchor_data), dict(spec), fastmice.CODE_VERSION)
+    return content_key(ANCHORS, _fingerprints(anchor_data), _params(params, ENSEMBLE_SIZE),
+                       dict(spec), fastmice.CODE_VERSION)
 
 
 def rows_key(anchors: str, batch_fingerprint: str) -> str:
@@ -120,9 +137,9 @@ def rows_key(anchors: str, batch_fingerprint: str) -> str:
 
 
 def group_row_keys(anchor_data: Mapping[str, Any], data: Mapping[str, Any],
-                   spec: Mapping[str, Any]) -> list[str]:
+                   params: EnsembleParams, spec: Mapping[str, Any]) -> list[str]:
     """Keys of the graph rows of every batch of ``data``, in batch order."""
-    anchors = anchors_key(anchor_data, spec)
+    anchors = anchors_key(anchor_data, params, spec)
     return [rows_key(anchors, fp) for fp in _fingerprints(data)]
 
 
@@ -131,23 +148,11 @@ def base_key(row_keys: Sequence[str], spec: Mapping[str, Any]) -> str:
     return content_key(BASE_LABELS, list(row_keys), dict(spec), fastmice.CODE_VERSION)
 
 
-def consensus_key(base_keys: Sequence[str], n_clusters: int, seed: int) -> str:
+def consensus_key(base_keys: Sequence[str], params: EnsembleParams) -> str:
     """Key of the consensus of the base clusterings ``base_keys`` (in group order)."""
-    return content_key(CONSENSUS, list(base_keys), int(n_clusters), int(seed),
-                       fastmice.CODE_VERSION)
+    return content_key(CONSENSUS, list(base_keys), _params(params), fastmice.CODE_VERSION)
 
 
 def labels_key(consensus: str, data: Mapping[str, Any]) -> str:
     """Key of the labels table (sample ids + labels) of a consensus over ``data``."""
     return content_key(LABELS, consensus, _fingerprints(data), fastmice.CODE_VERSION)
-
-
-def stored_refs(store: Any, outputs: Sequence[tuple[str, str]]) -> list[dict] | None:
-    """Refs (dicts) of the artifacts ``outputs`` if every one is stored and valid, else None.
-
-    ``store.exists`` checksums each artifact; a corrupt one counts as missing (and is
-    quarantined by the store), so the caller recomputes it.
-    """
-    if not all(store.exists(kind, key) for kind, key in outputs):
-        return None
-    return [store.ref(kind, key).to_dict() for kind, key in outputs]

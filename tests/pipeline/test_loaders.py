@@ -1,4 +1,4 @@
-"""fastmice.datasets: loaders on generated files, synthetic blobs, the shared benchmarks."""
+"""pipeline.ingest: the file loaders on generated files, and the shared benchmarks by name."""
 
 from pathlib import Path
 
@@ -6,18 +6,15 @@ import numpy as np
 import pytest
 import scipy.io
 import scipy.sparse as sp
-from sklearn.cluster import KMeans
 
-from fastmice.datasets import (
+from pipeline.ingest import (
     available_datasets,
     load_dataset,
     load_mat,
     load_npz,
     load_views,
-    make_multiview_blobs,
     save_views_dir,
 )
-from fastmice.metrics import clustering_scores
 
 SHARED_DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
@@ -88,15 +85,17 @@ def _write(path, content):
         (
             {"view0": np.ones((3, 2)), "view1": np.ones((4, 2))},
             ValueError,
-            "different numbers of rows.*view0 has 3, view1 has 4",
+            r"View 1 \(view1 in bad.npz\) has 4 samples; expected 3 \(the number of samples "
+            r"in view 0 \(view0 in bad.npz\)\)",
         ),
         (
             {"view0": np.ones((3, 2)), "labels": [0, 1]},
             ValueError,
             r"labels have 2 entries but the views have 3 rows",
         ),
-        ({"view0": np.ones(3)}, ValueError, r"must be a 2-D array.*shape \(3,\)"),
-        ({"view0": np.array([["a"]])}, TypeError, "must be numeric"),
+        ({"view0": np.ones(3)}, ValueError, r"View 0 \(view0 in bad.npz\) must be 2-D.*\(3,\)"),
+        ({"view0": np.array([["a"]])}, TypeError, r"View 0 \(view0 in bad.npz\) has dtype <U1"),
+        ({"view0": np.array([[1.0, np.nan]])}, ValueError, "1 row\\(s\\) with NaN"),
         ({"view0": np.array([[None]], dtype=object)}, ValueError, "Could not read"),
     ],
 )
@@ -221,6 +220,7 @@ def test_save_and_load_views_dir_round_trip(tmp_path):
     dense = np.arange(12, dtype=np.float32).reshape(4, 3)
     text = sp.random(4, 20, density=0.2, random_state=1, format="csr")
     out = save_views_dir(tmp_path / "d", [dense, text], labels=[0, 1, 0, 1])
+    assert not [f for f in out.iterdir() if f.name.startswith(".")]  # no temporary file left
     assert sorted(f.name for f in out.iterdir()) == ["labels.npy", "view0.npy", "view1.npz"]
     Xs, y = load_views(out)
     assert Xs[0].dtype == np.float32 and sp.issparse(Xs[1])
@@ -275,7 +275,7 @@ def test_load_views_errors(tmp_path):
     (tmp_path / "x.txt").write_text("1,2")
     (tmp_path / "bad.npy").write_bytes(b"garbage")
     (tmp_path / "words.csv").write_text("a,b\n1,x\n")
-    with pytest.raises(ValueError, match=r"different numbers of rows.*a\.npy has 5, b\.npy has 4"):
+    with pytest.raises(ValueError, match=r"View 1 \(b\.npy\) has 4 samples; expected 5"):
         load_views([tmp_path / "a.npy", tmp_path / "b.npy"])
     with pytest.raises(ValueError, match=r"unknown extension '\.txt'"):
         load_views([tmp_path / "x.txt"])
@@ -283,7 +283,7 @@ def test_load_views_errors(tmp_path):
         load_views([tmp_path / "bad.npy"])
     with pytest.raises(ValueError, match=r"words\.csv is not a numeric CSV"):
         load_views([tmp_path / "words.csv"])
-    with pytest.raises(ValueError, match=r"flat\.npy must hold a 2-D array"):
+    with pytest.raises(ValueError, match=r"View 0 \(flat\.npy\) must be 2-D"):
         load_views([tmp_path / "flat.npy"])
     with pytest.raises(ValueError, match=r"must hold one column of labels.*\(5, 2\)"):
         load_views([tmp_path / "a.npy"], labels=tmp_path / "a.npy")
@@ -311,20 +311,27 @@ def test_load_views_errors(tmp_path):
 # ---------------------------------------------------------------------------- shared by name
 
 
-def test_load_dataset_by_name(tmp_path, monkeypatch):
+def test_load_dataset_by_name(tmp_path):
     np.savez(tmp_path / "Toy.npz", view0=np.ones((2, 2)), labels=[0, 1])
     np.savez(tmp_path / "another.npz", view0=np.ones((3, 2)))
     assert available_datasets(tmp_path) == ["another", "Toy"]
     Xs, y = load_dataset("toy", root=tmp_path)  # case-insensitive fallback
     assert Xs[0].shape == (2, 2) and y.tolist() == [0, 1]
-    monkeypatch.setenv("FASTMICE_DATASETS", str(tmp_path))
-    assert available_datasets() == ["another", "Toy"]
-    assert load_dataset("another")[1] is None
+    assert load_dataset("another", tmp_path)[1] is None
     with pytest.raises(ValueError, match=r"Unknown dataset 'nope'.*available: another, Toy"):
-        load_dataset("nope")
+        load_dataset("nope", tmp_path)
     assert available_datasets(tmp_path / "absent") == []
-    with pytest.raises(FileNotFoundError, match="does not exist; pass root= or set FASTMICE"):
+    with pytest.raises(FileNotFoundError, match=r"Dataset folder .* does not exist"):
         load_dataset("Toy", root=tmp_path / "absent")
+
+
+def test_the_deprecated_benchmark_names_forward_to_the_loaders(tmp_path, monkeypatch):
+    from fastmice import datasets
+
+    np.savez(tmp_path / "Toy.npz", view0=np.ones((2, 2)), labels=[0, 1])
+    monkeypatch.setenv("FASTMICE_DATASETS", str(tmp_path))
+    assert datasets.available_datasets() == ["Toy"]
+    assert datasets.load_dataset("toy")[1].tolist() == [0, 1]
 
 
 @pytest.mark.skipif(
@@ -341,62 +348,3 @@ def test_shared_benchmarks_load():
     with np.load(SHARED_DATASETS / "3Sources.npz") as z:
         np.testing.assert_array_equal(Xs[2].toarray(), z["view2"])
     assert np.unique(y).size == 6
-
-
-# ---------------------------------------------------------------------------- synthetic blobs
-
-
-def test_make_multiview_blobs_shapes_and_determinism():
-    Xs, y = make_multiview_blobs(n_samples=101, n_clusters=4, random_state=3)
-    assert [X.shape for X in Xs] == [(101, 20), (101, 30), (101, 40)]
-    assert all(X.dtype == np.float64 and X.flags.c_contiguous for X in Xs)
-    assert y.dtype == np.int64 and np.bincount(y).tolist() == [26, 25, 25, 25]
-    Xs2, y2 = make_multiview_blobs(n_samples=101, n_clusters=4, random_state=3)
-    assert np.array_equal(y, y2) and all(np.array_equal(a, b) for a, b in zip(Xs, Xs2, strict=True))
-    Xs3, _ = make_multiview_blobs(n_samples=101, n_clusters=4, random_state=4)
-    assert not np.allclose(Xs[0], Xs3[0])
-    # With explicit noise, adding a view leaves the earlier views unchanged.
-    a, _ = make_multiview_blobs(50, 2, 3, (5, 7), noise=1.0, random_state=0)
-    b, _ = make_multiview_blobs(50, 3, 3, (5, 7, 9), noise=1.0, random_state=0)
-    assert np.array_equal(a[1], b[1])
-
-
-def test_make_multiview_blobs_float32_and_few_features():
-    Xs, y = make_multiview_blobs(
-        200, n_views=2, n_clusters=6, n_features=[3, 50], random_state=0, dtype=np.float32
-    )
-    assert [X.dtype for X in Xs] == [np.float32, np.float32]
-    assert [X.shape for X in Xs] == [(200, 3), (200, 50)]
-    assert np.isfinite(Xs[0]).all() and np.unique(y).size == 6
-
-
-def test_make_multiview_blobs_views_differ_in_informativeness():
-    Xs, y = make_multiview_blobs(n_samples=600, random_state=0)
-    nmi = [
-        clustering_scores(y, KMeans(5, n_init=3, random_state=0).fit_predict(X))["nmi"] for X in Xs
-    ]
-    assert max(nmi[:2]) > 0.95  # strong views
-    assert nmi[2] < min(nmi[:2]) - 0.2  # the last view is the weak one
-    concatenated = KMeans(5, n_init=3, random_state=0).fit_predict(np.hstack(Xs))
-    assert clustering_scores(y, concatenated)["nmi"] > 0.95
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        ({"n_samples": 0}, ValueError, "n_samples=0 must be a positive integer"),
-        ({"n_views": 2.5}, ValueError, "n_views=2.5 must be a positive integer"),
-        ({"n_samples": 3, "n_clusters": 4}, ValueError, "n_clusters=4 must be <= n_samples=3"),
-        ({"n_views": 4, "n_features": (20, 30, 40)}, ValueError, r"4 positive ints.*one per view"),
-        ({"n_features": 0}, ValueError, "n_features=0 must be a positive int"),
-        ({"noise": (1.0, 2.0)}, ValueError, r"noise=\(1.0, 2.0\) must be a number >= 0 or 3"),
-        ({"noise": -1.0}, ValueError, "noise=-1.0"),
-        ({"separation": np.inf}, ValueError, "separation=inf must be a finite"),
-        ({"dtype": np.int32}, ValueError, "dtype=int32 is not supported"),
-        ({"random_state": -1}, ValueError, "random_state=-1 must be a non-negative"),
-        ({"random_state": "seed"}, TypeError, "random_state must be None, an int"),
-    ],
-)
-def test_make_multiview_blobs_errors(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        make_multiview_blobs(**kwargs)

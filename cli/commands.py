@@ -1,0 +1,161 @@
+"""The subcommands of ``fastmice``: one function each, ``cmd_<name>(args, output)``.
+
+Each validates everything it can (files, parameters, names, runs) with the Prefect-free
+:mod:`pipeline` before anything is written; ``cluster``, ``extend`` and ``recluster`` then
+run a flow through :mod:`cli.engine`, which imports Prefect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from cli.engine import check_dask, run_flow, start_embedded_api
+from cli.options import ensemble_values, option_names
+from cli.output import CommandError, Output, run_text
+from pipeline.ingest import default_dataset_name, read_data, register_batch
+from pipeline.params import ensemble_params
+from pipeline.plans import plan_extend, plan_recluster
+from pipeline.results import export_labels
+from pipeline.runs import list_runs, new_run_id, read_run, run_summary
+from storage import DatasetStore, open_store, validate_name
+
+__all__ = ["cmd_append", "cmd_cluster", "cmd_extend", "cmd_recluster", "cmd_runs", "cmd_show"]
+
+
+def _check_out(path: str | None) -> Path | None:
+    if path is None:
+        return None
+    out = Path(path)
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise CommandError(f"--out {path}: expected a .parquet or .csv file name.")
+    if out.is_dir():
+        raise CommandError(f"--out {path} is a directory; give a file name.")
+    if not out.absolute().parent.is_dir():
+        raise CommandError(f"--out {path}: folder {out.absolute().parent} does not exist.")
+    return out
+
+
+def _checked(check: Any, *args: Any, **kwargs: Any) -> Any:
+    """``check(...)``, with a parameter error worded with the command's option names."""
+    try:
+        return check(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        raise CommandError(option_names(str(exc))) from None
+
+
+def _finish(store: Any, summary: dict[str, Any], out: Path | None, output: Output) -> None:
+    """Copy the labels to ``--out`` (labels_path then points there) and print the summary."""
+    if out is not None:
+        summary["labels_path"] = str(export_labels(store, summary["run_id"], out))
+    output.result(summary, run_text(summary))
+
+
+def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
+    """Register DATA as a dataset and cluster it with a new ensemble."""
+    out = _check_out(args.out)
+    store = open_store(args.store)
+    name = args.name if args.name is not None else default_dataset_name(args.data)
+    validate_name(name, "dataset name (--name)")
+    with output.redirected():
+        Xs, labels = read_data(args.data)
+        values = ensemble_values(args)
+        if values["n_clusters"] is None:
+            if labels is None:
+                raise CommandError("--k is required: the data carry no labels to count the "
+                                   "classes of.")
+            values["n_clusters"] = len(set(labels.tolist()))
+        _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
+        check_dask(args.dask)
+        if args.run_name is not None:
+            new_run_id(store, name, args.run_name)
+        start_embedded_api()  # the input is valid: start Prefect while the data are stored
+        _, registered = register_batch(store, name, Xs, labels, mode="create")
+        del Xs
+        n_jobs = values.pop("n_jobs")
+        summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
+                           store_url=store.url, run_name=args.run_name, **values)
+        summary["dataset_registered"] = registered
+        _finish(store, summary, out, output)
+
+
+def cmd_extend(args: argparse.Namespace, output: Output) -> None:
+    """Add view groups to a run's ensemble, as a new run."""
+    out = _check_out(args.out)
+    store = open_store(args.store)
+    _checked(plan_extend, store, args.run, args.groups, args.n_jobs)
+    check_dask(args.dask)
+    with output.redirected():
+        summary = run_flow("extend_flow", output, args.n_jobs, args.dask, run_id=args.run,
+                           n_groups=args.groups, store_url=store.url)
+        _finish(store, summary, out, output)
+
+
+def cmd_recluster(args: argparse.Namespace, output: Output) -> None:
+    """Relabel every sample of a dataset with its latest ensemble."""
+    out = _check_out(args.out)
+    store = open_store(args.store)
+    _checked(plan_recluster, store, args.dataset, args.refresh_anchors, args.n_jobs)
+    if args.run_name is not None:
+        new_run_id(store, args.dataset, args.run_name)
+    check_dask(args.dask)
+    with output.redirected():
+        summary = run_flow("recluster_flow", output, args.n_jobs, args.dask,
+                           dataset=args.dataset, store_url=store.url,
+                           refresh_anchors=args.refresh_anchors, run_name=args.run_name)
+        _finish(store, summary, out, output)
+
+
+def cmd_append(args: argparse.Namespace, output: Output) -> None:
+    """Store DATA as the next batch of a dataset (no Prefect)."""
+    store = open_store(args.store)
+    validate_name(args.dataset, "dataset name")
+    if not DatasetStore(store).exists(args.dataset):
+        raise CommandError(f"Unknown dataset {args.dataset!r} in store {store.url}; create it "
+                           f"with `fastmice cluster DATA --name {args.dataset}`.")
+    Xs, labels = read_data(args.data)
+    manifest, written = register_batch(store, args.dataset, Xs, labels, mode="append")
+    batch = manifest["batches"][-1]
+    result = {"dataset": args.dataset, "appended": written, "batch_id": batch["batch_id"],
+              "n_new_samples": int(Xs[0].shape[0]), "n_batches": len(manifest["batches"]),
+              "n_samples": manifest["n_samples"], "fingerprint": manifest["fingerprint"],
+              "store": store.url}
+    text = (f"dataset    {args.dataset}: batch {batch['batch_id']} with "
+            f"{result['n_new_samples']} samples appended; {result['n_samples']} samples in "
+            f"{result['n_batches']} batches\nnext       fastmice recluster {args.dataset}\n"
+            if written else
+            f"dataset    {args.dataset}: these samples are already stored (nothing appended); "
+            f"{result['n_samples']} samples in {result['n_batches']} batches\n")
+    output.result(result, text)
+
+
+def cmd_runs(args: argparse.Namespace, output: Output) -> None:
+    """List the runs of the store (no Prefect)."""
+    store = open_store(args.store)
+    runs = [{**run_summary(r), "created": r["created"]}
+            for r in list_runs(store, args.dataset)]
+    rows = [f"{'run':<48} {'kind':<9} {'dataset':<16} {'N':>7} {'k':>3} {'M':>3} "
+            f"{'new':>3} {'NMI':>6} {'sec':>7}  created"]
+    for r in runs:
+        nmi = f"{r['scores']['nmi']:.4f}" if r.get("scores") else "-"
+        rows.append(f"{r['run_id']:<48} {r['kind']:<9} {r['dataset']:<16} {r['n_samples']:>7} "
+                    f"{r['n_clusters']:>3} {r['n_groups']:>3} {r['groups_computed']:>3} "
+                    f"{nmi:>6} {r['seconds']:>7.1f}  {r['created'][:19]}")
+    text = "\n".join(rows) + "\n" if runs else f"no runs in store {store.url}\n"
+    output.result({"store": store.url, "runs": runs}, text)
+
+
+def cmd_show(args: argparse.Namespace, output: Output) -> None:
+    """Show one run's record (no Prefect)."""
+    store = open_store(args.store)
+    record = read_run(store, args.run)
+    text = run_text(run_summary(record)) + (
+        f"created    {record['created']}\n"
+        f"batches    {record['batches']} (anchors from {record['anchor_batches']})\n"
+        f"params     {json.dumps(record['params'])}, root_seed {record.get('root_seed')}\n"
+        f"groups     " + " ".join(f"{g['group']}{'*' if g['computed'] else ''}"
+                                  for g in record["groups"]) + "   (* computed in this run)\n"
+        f"sizes      {record['cluster_sizes']}\n")
+    output.result(record, text)

@@ -1,0 +1,94 @@
+"""Prefect, started and run from the command line: settings, the embedded API, the flows.
+
+Nothing here imports Prefect until a command that runs a flow calls it, so ``fastmice runs``,
+``show`` and ``append`` never load it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+from typing import Any
+
+from cli.output import CommandError, Output, ProgressBar
+
+__all__ = ["check_dask", "configure_environment", "run_flow", "start_embedded_api"]
+
+
+def configure_environment(verbose: bool) -> None:
+    """Quiet, robust defaults for Prefect and Dask (set before they are imported)."""
+    level = "INFO" if verbose else "CRITICAL"
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL", level)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The embedded API server starts in a subprocess; 20 s is tight on a loaded machine.
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "info" if verbose else "error")
+
+
+def check_dask(address: str | None) -> None:
+    """Fail early (before anything is written) if the Dask option cannot work."""
+    if address is None:
+        return
+    try:
+        import prefect_dask  # noqa: F401
+    except ImportError:
+        raise CommandError('--dask needs prefect-dask: pip install -e ".[dask]"') from None
+    if address == "local":
+        return
+    match = re.fullmatch(r"(?:tcp://)?\[?([^\]/]+?)\]?:(\d+)", address)
+    if not match:
+        raise CommandError(f"--dask {address!r}: expected 'local' or a scheduler address "
+                           f"such as tcp://127.0.0.1:8786.")
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=5).close()
+    except OSError as exc:
+        raise CommandError(f"--dask {address}: cannot reach the Dask scheduler "
+                           f"({exc.strerror or exc}).") from None
+
+
+_api_start: threading.Thread | None = None
+
+
+def start_embedded_api() -> None:
+    """Start Prefect's embedded API server now, in the background, if no server is set.
+
+    The server is a subprocess that takes ~10 s to be ready; started while the data are
+    copied into the store, it is ready sooner. Call it while file
+    descriptor 1 is redirected: the server inherits it. :func:`run_flow` waits for it.
+    """
+    global _api_start
+    # Imported here, in the main thread: importing prefect from two threads at once can
+    # hand one of them a partially initialised module.
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+
+    def start() -> None:
+        with contextlib.suppress(Exception):  # the flow run starts it again and reports why
+            SubprocessASGIServer().start()
+
+    _api_start = threading.Thread(target=start, name="fastmice-api-start", daemon=True)
+    _api_start.start()
+
+
+def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | None,
+             **parameters: Any) -> dict[str, Any]:
+    """Run one of the pipeline's flows in this process, with the progress bar, on
+    :func:`flows.runners.task_runner` ``(n_jobs, dask)``."""
+    if _api_start is not None:
+        _api_start.join()  # the flow must not find a server that is started but not ready
+    from flows import pipeline
+    from flows.runners import task_runner
+    from pipeline.progress import listen
+
+    flow = getattr(pipeline, flow_name).with_options(task_runner=task_runner(n_jobs, dask))
+    bar = (lambda *a: None) if output.json_mode else ProgressBar()
+    with listen(bar):
+        return flow(n_jobs=n_jobs, **parameters)

@@ -1,0 +1,164 @@
+"""The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
+
+Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``; each has
+``--help``. Human-readable output and a progress bar over view groups by default; with
+``--json``, exactly one JSON object on stdout (Prefect's and Dask's logs go to stderr).
+
+Every input is validated before anything is written, so an unreadable file, a wrong layout,
+mismatched views, a bad parameter or an unknown run exits with status 1 and a one-line
+message, and leaves the store as it was. ``--verbose`` shows Prefect's logs; set
+``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show`` and ``append`` never import
+Prefect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import NoReturn
+
+from cli import commands
+from cli.engine import configure_environment
+from cli.options import add_ensemble_options, add_jobs_option
+from cli.output import Output, message
+
+__all__ = ["build_parser", "main"]
+
+#: Exit status of every reported error (argparse usage errors exit with 2).
+ERROR_STATUS = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _common(parser: argparse.ArgumentParser, *, runs_flow: bool = False) -> None:
+    parser.add_argument("--store", metavar="URL",
+                        help="artifact store: a folder or an fsspec URL (default: "
+                             "$FASTMICE_STORE or ./.fastmice)")
+    if runs_flow:
+        parser.add_argument("--dask", metavar="ADDRESS|local",
+                            help="run the view groups on Dask: a scheduler address, or "
+                                 "'local' for a LocalCluster (default: threads)")
+        parser.add_argument("--out", metavar="PATH",
+                            help="also write the labels (sample_id, label) to this .parquet "
+                                 "or .csv file")
+    parser.add_argument("--json", action="store_true",
+                        help="print exactly one JSON object on stdout")
+    parser.add_argument("--verbose", action="store_true", help="show Prefect's logs")
+
+
+def _add_cluster(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("cluster", help="cluster data with a new ensemble",
+                       description="Register DATA as a dataset and cluster it with a new "
+                                   "FastMICE ensemble. DATA: one .npz (view0, view1, ..., "
+                                   "optional labels), one .mat, one .npy/.parquet/.csv file "
+                                   "per view, or a directory of view*.npy files with an "
+                                   "optional labels.npy. Labels are used only for scores and "
+                                   "the default k.")
+    p.add_argument("data", nargs="+", metavar="DATA")
+    add_ensemble_options(p, k_help="number of clusters (default: number of classes in the "
+                                   "data's labels)")
+    p.add_argument("--name", metavar="DATASET",
+                   help="dataset name (default: from the file name)")
+    p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
+    _common(p, runs_flow=True)
+    p.set_defaults(handler=commands.cmd_cluster)
+
+
+def _add_extend(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("extend", help="add view groups to a run's ensemble",
+                       description="Add DM view groups to the ensemble of RUN (the old groups "
+                                   "are reused) and compute a new consensus, as a new run.")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--groups", type=int, required=True, metavar="DM",
+                   help="number of view groups to add")
+    add_jobs_option(p)
+    _common(p, runs_flow=True)
+    p.set_defaults(handler=commands.cmd_extend)
+
+
+def _add_recluster(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("recluster", help="relabel a dataset after new batches arrived",
+                       description="Cluster every sample of DATASET with its latest "
+                                   "ensemble: the old batches' graph rows are reused and new "
+                                   "batches are placed with the ensemble's anchors (or new "
+                                   "anchors with --refresh-anchors).")
+    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("--refresh-anchors", action="store_true",
+                   help="draw new anchors from every batch (recomputes every group)")
+    p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
+    add_jobs_option(p)
+    _common(p, runs_flow=True)
+    p.set_defaults(handler=commands.cmd_recluster)
+
+
+def _add_append(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("append", help="add a batch of new samples to a dataset",
+                       description="Store DATA (same views and features as the dataset) as "
+                                   "the next batch of DATASET; `fastmice recluster DATASET` "
+                                   "then labels every sample.")
+    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("data", nargs="+", metavar="DATA")
+    _common(p)
+    p.set_defaults(handler=commands.cmd_append)
+
+
+def _add_listing(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list the runs", description="List the runs of the store.")
+    p.add_argument("--dataset", metavar="DATASET", help="only the runs of this dataset")
+    _common(p)
+    p.set_defaults(handler=commands.cmd_runs)
+
+    p = sub.add_parser("show", help="show one run", description="Show the record of RUN.")
+    p.add_argument("run", metavar="RUN")
+    _common(p)
+    p.set_defaults(handler=commands.cmd_show)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``fastmice`` command."""
+    parser = _Parser(prog="fastmice",
+                     description="Cluster multi-view data with FastMICE through a resumable "
+                                 "Prefect pipeline that reuses every stored intermediate. "
+                                 "Run `fastmice COMMAND --help` for a command's options.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
+    for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fastmice`` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    configure_environment(args.verbose)
+    output = Output(args.json)
+    started = time.time()
+    try:
+        args.handler(args, output)
+    except KeyboardInterrupt:
+        print("fastmice: interrupted; rerun the same command to resume.", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("FASTMICE_DEBUG"):
+            raise
+        text = message(exc)
+        if output.json_mode:
+            output.result({"error": text, "type": type(exc).__name__}, "")
+        print(f"fastmice {args.command}: error: {text}", file=sys.stderr)
+        return ERROR_STATUS
+    finally:
+        if os.environ.get("FASTMICE_DEBUG"):
+            print(f"fastmice: {time.time() - started:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The task runner a pipeline flow runs its view groups on, sized by ``n_jobs``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from pipeline.params import task_workers
+
+__all__ = ["task_runner"]
+
+
+def task_runner(n_jobs: int | None = None, dask_address: str | None = None) -> Any:
+    """A thread pool of :func:`pipeline.params.task_workers` ``(n_jobs)`` threads, or Dask.
+
+    Parameters
+    ----------
+    n_jobs : int, optional
+        The run's ``n_jobs`` (None: the pipeline's default pool).
+    dask_address : str, optional
+        ``"local"``: a ``LocalCluster`` of that many single-threaded worker processes;
+        ``tcp://host:port`` (or ``host:port``): a running scheduler, whose workers are its
+        own. Needs the ``dask`` extra (``prefect-dask``).
+    """
+    workers = task_workers(n_jobs)
+    if not dask_address:
+        return ThreadPoolTaskRunner(max_workers=workers)
+    from prefect_dask import DaskTaskRunner
+
+    if dask_address == "local":
+        return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1,
+                                              "processes": True, "dashboard_address": None})
+    address = dask_address if "://" in dask_address else f"tcp://{dask_address}"
+    return DaskTaskRunner(address=address)

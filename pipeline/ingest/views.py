@@ -1,0 +1,295 @@
+"""Views stored one file per view (``.npy``, ``.npz``, ``.parquet``, ``.csv``) or as a folder."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+import fastmice
+from pipeline.ingest._common import (
+    LayoutError,
+    PathLike,
+    SparseOption,
+    View,
+    check_labels,
+    check_sparse_option,
+    existing_file,
+    read_failed,
+    to_labels,
+    to_views,
+)
+from storage import write_file_atomic
+
+__all__ = ["load_views", "save_views_dir"]
+
+_VIEW_FILE = re.compile(r"view(\d+)\.(npy|npz)")
+_VIEW_FILE_SUFFIXES = (".npy", ".npz", ".parquet", ".csv")
+_SPARSE_NPZ_KEYS = {"data", "indices", "indptr", "format", "shape"}
+
+
+def _read_npz_view(p: Path) -> object:
+    with np.load(p, allow_pickle=False) as z:
+        files = set(z.files)
+        if files >= _SPARSE_NPZ_KEYS:
+            pass  # a scipy.sparse.save_npz file; read below once the archive is closed
+        elif len(files) == 1:
+            return z[next(iter(files))]
+        else:
+            raise LayoutError(
+                f"{p} holds {len(files)} arrays ({sorted(files)}); a per-view .npz must hold "
+                "one array or one scipy.sparse matrix. Use load_npz for the "
+                "view0 ... view{V-1} layout."
+            )
+    return sp.load_npz(p)
+
+
+def _read_parquet_view(p: Path) -> np.ndarray:
+    try:
+        import pyarrow.parquet as pq
+        import pyarrow.types as pat
+    except ImportError as exc:  # pragma: no cover - pyarrow is an optional dependency
+        raise ImportError(f"Reading {p} needs pyarrow (pip install pyarrow).") from exc
+    table = pq.read_table(p)
+    numeric = [
+        f.name
+        for f in table.schema
+        if pat.is_integer(f.type) or pat.is_floating(f.type) or pat.is_boolean(f.type)
+    ]
+    if not numeric:
+        raise LayoutError(f"{p} has no numeric columns; its columns are {table.column_names}.")
+    columns = []
+    for name in numeric:
+        col = table.column(name)
+        if col.null_count:
+            raise LayoutError(f"Column {name!r} of {p} has {col.null_count} missing values.")
+        columns.append(col.to_numpy())
+    dtype = np.result_type(*columns)
+    if dtype not in (np.float32, np.float64):
+        dtype = np.float64
+    X = np.empty((table.num_rows, len(columns)), dtype=dtype)
+    for j, col in enumerate(columns):
+        X[:, j] = col
+    return X
+
+
+def _read_csv_view(p: Path) -> np.ndarray:
+    with p.open() as fh:
+        first = fh.readline()
+    try:
+        [float(tok) for tok in first.strip().split(",")]
+        skip = 0
+    except ValueError:
+        skip = 1  # a header line
+    try:
+        return np.loadtxt(p, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    except ValueError as exc:
+        raise LayoutError(f"{p} is not a numeric CSV file: {exc}") from exc
+
+
+def _read_array_file(p: Path, mmap_mode: str | None) -> object:
+    suffix = p.suffix.lower()
+    if suffix not in _VIEW_FILE_SUFFIXES:
+        raise ValueError(
+            f"Cannot read {p}: unknown extension {p.suffix!r}; expected one of "
+            f"{', '.join(_VIEW_FILE_SUFFIXES)}."
+        )
+    try:
+        if suffix == ".npy":
+            return np.load(p, allow_pickle=False, mmap_mode=mmap_mode)
+        if suffix == ".npz":
+            return _read_npz_view(p)
+        if suffix == ".parquet":
+            return _read_parquet_view(p)
+        return _read_csv_view(p)
+    except (ImportError, LayoutError):
+        raise
+    except Exception as exc:  # pyarrow, zipfile and numpy raise many error types
+        raise read_failed(p, exc) from exc
+
+
+def _view_files_in(directory: Path) -> tuple[list[Path], Path | None]:
+    found: dict[int, Path] = {}
+    for f in directory.iterdir():
+        m = _VIEW_FILE.fullmatch(f.name)
+        if m is None:
+            continue
+        v = int(m[1])
+        if v in found:
+            raise ValueError(
+                f"{directory} has two files for view {v}: {found[v].name} and {f.name}."
+            )
+        found[v] = f
+    if not found:
+        raise ValueError(f"{directory} has no view files (view0.npy / view0.npz, ...).")
+    labels = directory / "labels.npy"
+    return [found[v] for v in sorted(found)], labels if labels.is_file() else None
+
+
+def load_views(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    labels: PathLike | None = None,
+    sparse: SparseOption = "keep",
+    mmap_mode: Literal["r", "c"] | None = None,
+) -> tuple[list[View], np.ndarray | None]:
+    """Load views stored one file per view, or a directory of ``view*.npy|npz`` files.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or sequence of them
+        Either a directory holding ``view0.npy``, ``view1.npz``, ... (sorted by the
+        integer after ``view``) and optionally ``labels.npy``; or one path per view:
+
+        * ``.npy`` -- a 2-D array (read with ``allow_pickle=False``);
+        * ``.npz`` -- one scipy.sparse matrix (``scipy.sparse.save_npz``) or one array;
+        * ``.parquet`` -- all numeric columns, in order (needs pyarrow);
+        * ``.csv`` -- comma-separated numbers, with an optional header line.
+    labels : str or os.PathLike, optional
+        A file with the labels (same formats; one column). Overrides ``labels.npy``
+        of a directory.
+    sparse : {"keep", "auto"} or bool, default="keep"
+        Container of each view; see :mod:`pipeline.ingest`.
+    mmap_mode : {"r", "c"}, optional
+        Memory-map ``.npy`` views (``numpy.load(mmap_mode=...)``) instead of reading
+        them; dense ``float32``/``float64`` views then stay on disk until used.
+
+    Returns
+    -------
+    Xs : list of ndarray or scipy.sparse.csr_matrix, each of shape (n_samples, n_features_v)
+        The views.
+    labels : ndarray of shape (n_samples,) or None
+        The labels, or ``None``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path does not exist.
+    ValueError
+        For an unreadable file, an unknown extension, a directory without view files, or
+        views that fail :func:`fastmice.check_views` (not 2-D, different numbers of rows...:
+        the message names the file).
+
+    See Also
+    --------
+    save_views_dir : writes the directory layout.
+    """
+    check_sparse_option(sparse)
+    if mmap_mode not in (None, "r", "c"):
+        raise ValueError(f"mmap_mode={mmap_mode!r} is not valid; expected None, 'r' or 'c'.")
+    files, label_file = _view_paths(paths, labels)
+    names = [f.name for f in files]
+    if len(set(names)) < len(names):
+        names = [str(f) for f in files]
+    Xs = to_views([_read_array_file(f, mmap_mode) for f in files], names, sparse)
+    y = None if label_file is None else _read_labels(label_file)
+    check_labels(y, Xs, names[0])
+    return Xs, y
+
+
+def _view_paths(paths: PathLike | Sequence[PathLike],
+                labels: PathLike | None) -> tuple[list[Path], Path | None]:
+    """The view files (a directory's, in view order) and the labels file, all existing."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    elif not isinstance(paths, Sequence):
+        raise TypeError(
+            "paths must be a directory, a file, or a sequence of files; "
+            f"got {type(paths).__name__}."
+        )
+    elif not paths:
+        raise ValueError("paths is empty; pass a directory or at least one file.")
+    files = [Path(p) for p in paths]
+    label_file = None if labels is None else existing_file(labels)
+    if len(files) == 1 and files[0].is_dir():
+        files, dir_labels = _view_files_in(files[0])
+        return files, label_file or dir_labels
+    for f in files:
+        if f.is_dir():
+            raise ValueError(f"{f} is a directory; pass a directory alone, not among files.")
+        existing_file(f)
+    return files, label_file
+
+
+def _read_labels(label_file: Path) -> np.ndarray:
+    raw = _read_array_file(label_file, None)
+    if sp.issparse(raw) or (np.ndim(raw) == 2 and np.shape(raw)[1] != 1) or np.ndim(raw) > 2:
+        raise ValueError(
+            f"{label_file} must hold one column of labels; got shape {np.shape(raw)}."
+        )
+    return to_labels(raw, str(label_file))
+
+
+def save_views_dir(
+    path: PathLike,
+    Xs: Sequence[ArrayLike | sp.spmatrix | sp.sparray],
+    labels: ArrayLike | None = None,
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write views to a directory as ``view{i}.npy`` (dense) or ``view{i}.npz`` (sparse).
+
+    The views are written as :func:`fastmice.check_views` returns them (float32 stays
+    float32, other numeric dtypes become float64; sparse views CSR, written with
+    ``scipy.sparse.save_npz(..., compressed=False)``). ``labels`` go to ``labels.npy``. Each
+    file is written with :func:`storage.write_file_atomic`, so a reader never sees half a
+    file. :func:`load_views` reads the directory back.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The directory; created if missing (with parents).
+    Xs : sequence of array-like or sparse matrices, each of shape (n_samples, n_features_v)
+        The views.
+    labels : array-like of shape (n_samples,), optional
+        Ground-truth labels.
+    overwrite : bool, default=False
+        Replace existing ``view*.npy|npz`` / ``labels.npy`` files in ``path`` (all of
+        them are removed first, so no stale view survives). Without it, existing view or
+        label files raise ``FileExistsError``.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a view fails :func:`fastmice.check_views`, or the labels do not match the rows.
+    FileExistsError
+        If the directory already holds view or label files and ``overwrite`` is False.
+    """
+    views = fastmice.check_views(Xs)
+    y = None if labels is None else np.asarray(labels).reshape(-1)
+    check_labels(y, views, "view 0")
+
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    existing = [
+        f for f in directory.iterdir() if _VIEW_FILE.fullmatch(f.name) or f.name == "labels.npy"
+    ]
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"{directory} already holds {sorted(f.name for f in existing)}; pass overwrite=True "
+            "to replace them."
+        )
+    for f in existing:
+        f.unlink()
+
+    for v, X in enumerate(views):
+        if sp.issparse(X):
+            write_file_atomic(directory / f"view{v}.npz",
+                              lambda fh, X=X: sp.save_npz(fh, X, compressed=False))
+        else:
+            write_file_atomic(directory / f"view{v}.npy",
+                              lambda fh, X=X: np.save(fh, X, allow_pickle=False))
+    if y is not None:
+        write_file_atomic(directory / "labels.npy", lambda fh: np.save(fh, y, allow_pickle=False))
+    return directory

@@ -1,0 +1,83 @@
+"""The one parameter object, as the pipeline builds it from a command line or a deployment.
+
+Names, defaults and checks are :class:`fastmice.EnsembleParams`' (``fastmice/_params.py``);
+this module only reads what a caller gives (``None`` means "not given": the default), splits
+a comma-separated metric list, gives an unseeded run the pipeline's fixed ``random_state``
+and says how ``n_jobs`` sizes a task runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from fastmice import EnsembleParams
+from fastmice._params import DEFAULTS, PIPELINE_RANDOM_STATE, check_int, check_n_jobs
+
+__all__ = ["DEFAULTS", "DEFAULT_WORKERS", "PARAM_NAMES", "PIPELINE_RANDOM_STATE", "check_int",
+           "check_n_jobs", "ensemble_params", "params_of", "task_workers"]
+
+#: The parameter names, in the estimator's order.
+PARAM_NAMES = tuple(f.name for f in fields(EnsembleParams))
+
+#: Task-runner workers when ``n_jobs`` is None: the estimator then fits one view group at a
+#: time (scikit-learn's convention); the pipeline keeps its thread pool of two.
+DEFAULT_WORKERS = 2
+
+
+def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParams:
+    """Build and check the parameters of a pipeline run on data of this shape.
+
+    Parameters
+    ----------
+    n_samples, n_views : int
+        Of the data the ensemble is created on.
+    **given
+        Any of :data:`PARAM_NAMES`; a value ``None`` is not given (the default applies).
+        ``metric`` may be a comma-separated list (``"euclidean,cosine"``); ``random_state``
+        must be an int (default :data:`fastmice._params.PIPELINE_RANDOM_STATE`): a run is
+        written down and must be reproducible.
+
+    Returns
+    -------
+    params : EnsembleParams
+        Checked against the data (one metric per view).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the parameter and the value.
+    """
+    unknown = sorted(set(given) - set(PARAM_NAMES))
+    if unknown:
+        raise TypeError(f"Unknown parameters {unknown}; expected some of {list(PARAM_NAMES)}.")
+    values = {k: v for k, v in given.items() if v is not None}
+    metric = values.get("metric")
+    if isinstance(metric, str) and "," in metric:
+        values["metric"] = [m.strip() for m in metric.split(",")]
+    values["random_state"] = check_int(
+        "random_state", values.get("random_state", PIPELINE_RANDOM_STATE), 0, 2**32 - 1)
+    return EnsembleParams(**values).for_data(n_samples, n_views)
+
+
+def params_of(record: Mapping[str, Any]) -> EnsembleParams:
+    """The parameters written in a run record (``record["params"]``).
+
+    Records written before the parameters were one object also hold the root seed under
+    ``"seed"`` and no ``n_jobs``; the seed is derived again from ``random_state``.
+    """
+    values = {k: v for k, v in record["params"].items() if k in PARAM_NAMES}
+    return EnsembleParams.from_dict(values)
+
+
+def task_workers(n_jobs: int | None, n_cpus: int | None = None) -> int:
+    """Task-runner workers for ``n_jobs``: ``None`` -> :data:`DEFAULT_WORKERS`; ``-1`` all
+    cores, ``-2`` all but one... (joblib's rule); a positive int as it is."""
+    import os
+
+    if n_jobs is None:
+        return DEFAULT_WORKERS
+    if n_jobs > 0:
+        return n_jobs
+    return max(1, (n_cpus or os.cpu_count() or 1) + 1 + n_jobs)
