@@ -33,17 +33,13 @@ unless ``--keep``). Try it scaled down first::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -55,21 +51,7 @@ DATA_FORMAT = "fastmice-pipeline-cost/1"
 if str(REPO) not in sys.path:  # a checkout that is not installed: use it in place
     sys.path.insert(0, str(REPO))
 
-
-@dataclass
-class Measurement:
-    """One timed subprocess: wall seconds, exit code, peak RSS and its parsed JSON output."""
-
-    label: str
-    command: list[str]
-    seconds: float
-    returncode: int
-    peak_rss_mb: float
-    tree_rss_mb: float | None = None
-    output: Any = None
-    log: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
+from _measure import Measurement, run_measured  # noqa: E402  (beside this script)
 
 # ---------------------------------------------------------------------------- data
 
@@ -132,92 +114,6 @@ def ensure_tiny(directory: Path, n_tiny: int) -> Path:
     return tiny
 
 
-# ---------------------------------------------------------------------------- subprocesses
-
-
-def _parse_json(text: str) -> Any:
-    """The one JSON object ``fastmice --json`` prints on stdout (``None`` if it printed none)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
-
-
-def _tree_rss_sampler(pid: int, stop: threading.Event, peak: list[float]) -> None:
-    """Sample the summed RSS of ``pid`` and its descendants every 0.2 s (needs psutil)."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-    except psutil.Error:
-        return
-    while not stop.is_set():
-        try:
-            procs = [root, *root.children(recursive=True)]
-            total = 0
-            for p in procs:
-                with contextlib.suppress(psutil.Error):
-                    total += p.memory_info().rss
-            peak[0] = max(peak[0], total / 2**20)
-        except psutil.Error:
-            return
-        stop.wait(0.2)
-
-
-def run_measured(
-    label: str, command: list[str], env: dict[str, str], log_dir: Path, timeout: float
-) -> Measurement:
-    """Run ``command`` from the repository root; time it and record its peak RSS."""
-    log = log_dir / f"{label}.log"
-    out = log_dir / f"{label}.out"
-    try:
-        import psutil  # noqa: F401  (optional: tree RSS)
-
-        have_psutil = True
-    except ImportError:
-        have_psutil = False
-    with out.open("wb") as fout, log.open("wb") as ferr:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=fout, stderr=ferr, start_new_session=True
-        )
-        stop = threading.Event()
-        peak = [0.0]
-        sampler = None
-        if have_psutil:
-            sampler = threading.Thread(
-                target=_tree_rss_sampler, args=(proc.pid, stop, peak), daemon=True
-            )
-            sampler.start()
-        timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-            stop.set()
-            _kill_group(proc.pid)  # leftovers (e.g. a stuck API server) after the command exits
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if sampler is not None:
-            sampler.join()
-    return Measurement(
-        label=label,
-        command=command,
-        seconds=seconds,
-        returncode=proc.returncode,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
-        tree_rss_mb=peak[0] if have_psutil else None,
-        output=_parse_json(out.read_text(errors="replace")),
-        log=str(log),
-    )
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 # ---------------------------------------------------------------------------- library
 
 
@@ -248,6 +144,19 @@ def _bar(name: str, value: float, limit: float, expression: str) -> dict[str, An
     }
 
 
+def _environment(work: Path, api_url: str | None) -> dict[str, str]:
+    """The commands' environment: their own PREFECT_HOME, and a server if one is given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_URL")}
+    env.update(
+        PREFECT_HOME=str(work / "prefect-home"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    )
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return env
+
+
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     """Run every measurement; return the report (measurements, ratios, bars)."""
     dims = [int(d) for d in args.dims.split(",")]
@@ -257,29 +166,18 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     )
     tiny_dir = ensure_tiny(data_dir, args.tiny)
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="fastmice-cost-"))
-    work.mkdir(parents=True, exist_ok=True)
-    logs = work / "logs"
-    logs.mkdir(exist_ok=True)
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_URL")}
-    env.update(
-        PREFECT_HOME=str(work / "prefect-home"),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    )
-    if args.api_url:
-        env["PREFECT_API_URL"] = args.api_url
+    (work / "logs").mkdir(parents=True, exist_ok=True)
+    env = _environment(work, args.api_url)
     cli = [sys.executable, "-m", "cli"] if args.cli is None else args.cli.split()
     k_tiny = max(2, min(args.k, args.tiny // 20))
-    common = ["--seed", str(args.seed), "--json"]
 
     def cluster(label: str, data: Path, store: str, k: int, groups: int) -> Measurement:
-        cmd = [*cli, "cluster", str(data), "--k", str(k), "--groups", str(groups),
-               "--store", str(work / store), *common]
-        return measure(label, cmd)
+        return measure(label, [*cli, "cluster", str(data), "--k", str(k), "--groups",
+                               str(groups), "--store", str(work / store), "--seed",
+                               str(args.seed), "--json"])
 
     def measure(label: str, cmd: list[str]) -> Measurement:
-        m = run_measured(label, cmd, env, logs, args.timeout)
+        m = run_measured(label, cmd, env, work / "logs", args.timeout)
         status = "ok" if m.returncode == 0 else f"FAILED rc={m.returncode}, see {m.log}"
         print(f"  {label:<10} {m.seconds:8.1f} s  {m.peak_rss_mb:7.0f} MB  {status}",
               file=sys.stderr, flush=True)
@@ -294,31 +192,38 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     runs["F"] = cluster("F", tiny_dir, "store-tiny", k_tiny, args.groups)
     runs["T"] = cluster("T", data_dir, "store-main", args.k, args.groups)
     runs["R"] = cluster("R", data_dir, "store-main", args.k, args.groups)
-    run_id = runs["T"].output["run_id"]
-    runs["E"] = measure("E", [*cli, "extend", run_id, "--groups", str(args.extend_groups),
-                              "--store", str(work / "store-main"), "--json"])
-    total = args.groups + args.extend_groups
-    runs["T30"] = cluster("T30", data_dir, "store-fresh", args.k, total)
-    lib_cmd = [sys.executable, str(Path(__file__).resolve()), "--library-only",
-               "--data-dir", str(data_dir), "--k", str(args.k), "--groups", str(args.groups),
-               "--seed", str(args.seed), "--library-jobs", str(args.library_jobs)]
-    runs["L"] = measure("L", lib_cmd)
-
+    runs["E"] = measure("E", [*cli, "extend", runs["T"].output["run_id"], "--groups",
+                              str(args.extend_groups), "--store", str(work / "store-main"),
+                              "--json"])
+    runs["T30"] = cluster("T30", data_dir, "store-fresh", args.k,
+                          args.groups + args.extend_groups)
+    runs["L"] = measure("L", [sys.executable, str(Path(__file__).resolve()), "--library-only",
+                              "--data-dir", str(data_dir), "--k", str(args.k), "--groups",
+                              str(args.groups), "--seed", str(args.seed), "--library-jobs",
+                              str(args.library_jobs)])
     if not args.keep:
         for store in work.glob("store-*"):
             shutil.rmtree(store, ignore_errors=True)
+    data = {"dir": str(data_dir), "n_samples": args.n_samples, "n_features": dims,
+            "n_clusters": args.k, "dtype": args.dtype, "generate_seconds": gen_seconds,
+            "tiny": args.tiny, "tiny_k": k_tiny}
+    return _report(args, data, work, runs)
+
+
+def _report(args: argparse.Namespace, data: dict[str, Any], work: Path,
+            runs: dict[str, Measurement]) -> dict[str, Any]:
+    """Ratios and bars of the measured runs."""
     F, T, R, E = (runs[x].seconds for x in ("F", "T", "R", "E"))
     T30 = runs["T30"].seconds
     L = runs["L"].output["fit_seconds"]
+    total = args.groups + args.extend_groups
     bars = [
         _bar("rerun", R, F + 0.1 * (T - F), "R <= F + 0.1 (T - F)"),
         _bar("extend", E, 0.6 * T30, f"E (+{args.extend_groups}) <= 0.6 T{total}"),
         _bar("pipeline vs library", T, 1.2 * L + F, "T <= 1.2 L + F"),
     ]
     return {
-        "data": {"dir": str(data_dir), "n_samples": args.n_samples, "n_features": dims,
-                 "n_clusters": args.k, "dtype": args.dtype, "generate_seconds": gen_seconds,
-                 "tiny": args.tiny, "tiny_k": k_tiny},
+        "data": data,
         "mode": "server " + args.api_url if args.api_url else "ephemeral API",
         "work_dir": str(work),
         "runs": {k: asdict(m) for k, m in runs.items()},

@@ -38,6 +38,7 @@ HDIGIT = ROOT.parent / "shared" / "datasets" / "Hdigit.npz"
 sys.path.insert(0, str(ROOT))
 
 from fastmice.metrics import clustering_scores  # noqa: E402
+from pipeline.params import DEFAULTS  # noqa: E402
 from storage import open_store  # noqa: E402
 
 
@@ -76,8 +77,9 @@ def show(step: str, summary: dict, wall: float, **extra: object) -> None:
     print(" | ".join(fields), flush=True)
 
 
-def killed_run(store_dir: Path, n_groups: int = 20) -> int:
+def killed_run(store_dir: Path) -> int:
     """Start ``cluster``, SIGKILL it once half the groups are stored; return how many were."""
+    n_groups = DEFAULTS.n_groups  # the command's, which gives no --groups
     store = open_store(store_dir)
     proc = subprocess.Popen([sys.executable, "-m", "cli", "cluster", str(HDIGIT),
                              "--store", str(store_dir), "--json"], cwd=ROOT, env=_env(),

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from cli import commands
 from cli.engine import configure_environment
@@ -68,8 +68,7 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", metavar="DATASET",
                    help="dataset name (default: from the file name)")
     p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
-    _common(p, runs_flow=True)
-    p.set_defaults(handler=commands.cmd_cluster)
+    _finish(p, commands.cmd_cluster, runs_flow=True)
 
 
 def _add_extend(sub: argparse._SubParsersAction) -> None:
@@ -79,9 +78,17 @@ def _add_extend(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", metavar="RUN")
     p.add_argument("--groups", type=int, required=True, metavar="DM",
                    help="number of view groups to add")
-    add_jobs_option(p)
-    _common(p, runs_flow=True)
-    p.set_defaults(handler=commands.cmd_extend)
+    _finish(p, commands.cmd_extend, runs_flow=True, jobs=True)
+
+
+def _add_append(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("append", help="add a batch of new samples to a dataset",
+                       description="Store DATA (same views and features as the dataset) as "
+                                   "the next batch of DATASET; `fastmice recluster DATASET` "
+                                   "then labels every sample.")
+    p.add_argument("dataset", metavar="DATASET")
+    p.add_argument("data", nargs="+", metavar="DATA")
+    _finish(p, commands.cmd_append)
 
 
 def _add_recluster(sub: argparse._SubParsersAction) -> None:
@@ -94,32 +101,25 @@ def _add_recluster(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--refresh-anchors", action="store_true",
                    help="draw new anchors from every batch (recomputes every group)")
     p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
-    add_jobs_option(p)
-    _common(p, runs_flow=True)
-    p.set_defaults(handler=commands.cmd_recluster)
-
-
-def _add_append(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("append", help="add a batch of new samples to a dataset",
-                       description="Store DATA (same views and features as the dataset) as "
-                                   "the next batch of DATASET; `fastmice recluster DATASET` "
-                                   "then labels every sample.")
-    p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("data", nargs="+", metavar="DATA")
-    _common(p)
-    p.set_defaults(handler=commands.cmd_append)
+    _finish(p, commands.cmd_recluster, runs_flow=True, jobs=True)
 
 
 def _add_listing(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("runs", help="list the runs", description="List the runs of the store.")
     p.add_argument("--dataset", metavar="DATASET", help="only the runs of this dataset")
-    _common(p)
-    p.set_defaults(handler=commands.cmd_runs)
-
+    _finish(p, commands.cmd_runs)
     p = sub.add_parser("show", help="show one run", description="Show the record of RUN.")
     p.add_argument("run", metavar="RUN")
-    _common(p)
-    p.set_defaults(handler=commands.cmd_show)
+    _finish(p, commands.cmd_show)
+
+
+def _finish(p: argparse.ArgumentParser, handler: Any, *, runs_flow: bool = False,
+            jobs: bool = False) -> None:
+    """The options every subcommand shares, ``--n-jobs`` if ``jobs``, and the handler."""
+    if jobs:
+        add_jobs_option(p)
+    _common(p, runs_flow=runs_flow)
+    p.set_defaults(handler=handler)
 
 
 def build_parser() -> argparse.ArgumentParser:

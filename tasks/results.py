@@ -23,24 +23,8 @@ def artifact_key(dataset: str, what: str) -> str:
 
 @task(name="write-results", **TASK_OPTIONS)
 def write_results(store_url: str, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    """Labels table, scores and the run record (pipeline.results.finish_run).
-
-    Reads ``consensus`` and the dataset's ids and labels; writes ``labels`` (Parquet:
-    ``sample_id``, ``label``) and the record ``run/<run_id>``.
-
-    Parameters
-    ----------
-    store_url : str
-    record : dict
-        :func:`pipeline.runs.run_record`.
-    data : dict
-        :func:`pipeline.keys.dataset_ref` of the clustered batches.
-
-    Returns
-    -------
-    record : dict
-        The run record as written.
-    """
+    """Labels, scores and the run record of :func:`pipeline.runs.run_record` ``record``
+    (pipeline.results.finish_run): writes ``labels`` and ``run/<run_id>``; returns the record."""
     return finish_run(open_store(store_url), record, data)
 
 

@@ -7,17 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.ingest._common import (
-    PathLike,
-    SparseOption,
-    View,
-    check_labels,
-    check_sparse_option,
-    existing_file,
-    read_failed,
-    to_labels,
-    to_views,
-)
+from pipeline.ingest import _common as common
+from pipeline.ingest._common import PathLike, SparseOption, View
 
 __all__ = ["available_datasets", "load_dataset", "load_npz"]
 
@@ -71,12 +62,12 @@ def load_npz(
     >>> [type(X).__name__ for X in Xs], y.tolist()
     (['ndarray', 'csr_matrix'], [0, 0, 1, 1])
     """
-    check_sparse_option(sparse)
-    p = existing_file(path)
+    common.check_sparse_option(sparse)
+    p = common.existing_file(path)
     try:
         z = np.load(p, allow_pickle=False)
     except Exception as exc:  # numpy and zipfile raise many error types
-        raise read_failed(p, exc) from exc
+        raise common.read_failed(p, exc) from exc
     if not isinstance(z, np.lib.npyio.NpzFile):
         raise ValueError(f"{p} holds a single array, not an .npz archive of views.")
     with z:
@@ -99,10 +90,10 @@ def load_npz(
             raw = [z[f"view{v}"] for v in indices]
             raw_labels = z["labels"] if "labels" in files else None
         except Exception as exc:  # corrupt member, pickled object array, ...
-            raise read_failed(p, exc) from exc
-    labels = None if raw_labels is None else to_labels(raw_labels, f"labels in {p}")
-    Xs = to_views(raw, [f"view{v} in {p.name}" for v in indices], sparse)
-    check_labels(labels, Xs, f"view0 in {p.name}")
+            raise common.read_failed(p, exc) from exc
+    labels = None if raw_labels is None else common.to_labels(raw_labels, f"labels in {p}")
+    Xs = common.to_views(raw, [f"view{v} in {p.name}" for v in indices], sparse)
+    common.check_labels(labels, Xs, f"view0 in {p.name}")
     return Xs, labels
 
 

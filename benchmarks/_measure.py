@@ -1,0 +1,119 @@
+"""Timing a command in a subprocess: wall seconds, exit code, peak RSS, its JSON output.
+
+A helper of ``benchmarks/pipeline_cost.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Measurement", "run_measured"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Measurement:
+    """One timed subprocess: wall seconds, exit code, peak RSS and its parsed JSON output."""
+
+    label: str
+    command: list[str]
+    seconds: float
+    returncode: int
+    peak_rss_mb: float
+    tree_rss_mb: float | None = None
+    output: Any = None
+    log: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse_json(text: str) -> Any:
+    """The one JSON object ``fastmice --json`` prints on stdout (``None`` if it printed none)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def _tree_rss_sampler(pid: int, stop: threading.Event, peak: list[float]) -> None:
+    """Sample the summed RSS of ``pid`` and its descendants every 0.2 s (needs psutil)."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+    except psutil.Error:
+        return
+    while not stop.is_set():
+        try:
+            procs = [root, *root.children(recursive=True)]
+            total = 0
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    total += p.memory_info().rss
+            peak[0] = max(peak[0], total / 2**20)
+        except psutil.Error:
+            return
+        stop.wait(0.2)
+
+
+def run_measured(
+    label: str, command: list[str], env: dict[str, str], log_dir: Path, timeout: float
+) -> Measurement:
+    """Run ``command`` from the repository root; time it and record its peak RSS."""
+    log = log_dir / f"{label}.log"
+    out = log_dir / f"{label}.out"
+    try:
+        import psutil  # noqa: F401  (optional: tree RSS)
+
+        have_psutil = True
+    except ImportError:
+        have_psutil = False
+    with out.open("wb") as fout, log.open("wb") as ferr:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=fout, stderr=ferr, start_new_session=True
+        )
+        stop = threading.Event()
+        peak = [0.0]
+        sampler = None
+        if have_psutil:
+            sampler = threading.Thread(
+                target=_tree_rss_sampler, args=(proc.pid, stop, peak), daemon=True
+            )
+            sampler.start()
+        timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+            stop.set()
+            _kill_group(proc.pid)  # leftovers (e.g. a stuck API server) after the command exits
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if sampler is not None:
+            sampler.join()
+    return Measurement(
+        label=label,
+        command=command,
+        seconds=seconds,
+        returncode=proc.returncode,
+        peak_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+        tree_rss_mb=peak[0] if have_psutil else None,
+        output=_parse_json(out.read_text(errors="replace")),
+        log=str(log),
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
