@@ -31,7 +31,8 @@ from flows.progress import GroupProgress
 from flows.runners import task_runner
 from pipeline.params import PARAM_NAMES
 from pipeline.plans import Plan, plan_cluster, plan_extend, plan_recluster
-from pipeline.runs import GroupOutcome, new_run_id, run_record, run_summary
+from pipeline.results import GroupOutcome, run_record
+from pipeline.runs import new_run_id, run_summary
 from storage import open_store, utc_now
 from tasks.consensus import base_cluster, consensus
 from tasks.graphs import build_graph, transform_graph

@@ -56,9 +56,10 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
     metric = values.get("metric")
     if isinstance(metric, str) and "," in metric:
         values["metric"] = [m.strip() for m in metric.split(",")]
-    values["random_state"] = check_int(
-        "random_state", values.get("random_state", PIPELINE_RANDOM_STATE), 0, 2**32 - 1)
-    return EnsembleParams(**values).for_data(n_samples, n_views)
+    values.setdefault("random_state", PIPELINE_RANDOM_STATE)
+    params = EnsembleParams(**values).for_data(n_samples, n_views)
+    params.to_dict()  # a run is written down: a generator as random_state is refused here
+    return params
 
 
 def params_of(record: Mapping[str, Any]) -> EnsembleParams:

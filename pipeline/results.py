@@ -1,9 +1,15 @@
-"""A run's results: the labels table, the scores, the finished run record, and exports."""
+"""A run's results: what its groups did, its record, the labels table and the scores.
+
+:func:`run_record` writes down a run whose groups and consensus are done; :func:`finish_run`
+adds the labels table and the scores and stores the record; :func:`export_labels` copies the
+labels to a file.
+"""
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +17,87 @@ import numpy as np
 
 import fastmice
 from pipeline.keys import LABELS, RUN, labels_key
+from pipeline.plans import Plan
 from pipeline.runs import read_run
 from storage import DatasetStore, labels_table, utc_now, write_file_atomic
 
-__all__ = ["export_labels", "finish_run"]
+__all__ = ["GroupOutcome", "export_labels", "finish_run", "run_record"]
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """What the tasks of one view group returned: its graph, later-batch rows, base labels.
+
+    Each is the task's small result dict, with a ``computed`` flag (False: reused).
+    """
+
+    graph: dict[str, Any]
+    rows: list[dict[str, Any]]
+    base: dict[str, Any]
+
+    @property
+    def computed(self) -> bool:
+        """Whether any task of the group did work."""
+        return self.graph["computed"] or any(r["computed"] for r in self.rows) or \
+            self.base["computed"]
+
+    def entry(self) -> dict[str, Any]:
+        """The group's entry in the run record."""
+        rows = {**self.graph["rows"], **{str(r["batch_id"]): r["rows"] for r in self.rows}}
+        return {"group": self.graph["group"], "anchors": self.graph["anchors"], "rows": rows,
+                "labels": self.base["labels"], "partition": self.base["partition"],
+                "computed": self.computed}
+
+
+def _work(groups: list[GroupOutcome], consensus: dict[str, Any]) -> dict[str, Any]:
+    rows = [r["computed"] for g in groups for r in g.rows]
+    return {"graphs_built": sum(g.graph["computed"] for g in groups),
+            "row_batches_computed": sum(rows),
+            "row_batches_reused": len(rows) - sum(rows),
+            "base_clusterings": sum(g.base["computed"] for g in groups),
+            "consensus": consensus["computed"]}
+
+
+def run_record(plan: Plan, run_id: str, store_url: str, groups: list[GroupOutcome],
+               consensus: dict[str, Any], started: float, created: str,
+               groups_seconds: float) -> dict[str, Any]:
+    """The record of a run whose groups and consensus are done (labels not written yet).
+
+    Parameters
+    ----------
+    plan : Plan
+    run_id, store_url : str
+    groups : list of GroupOutcome
+        In group order.
+    consensus : dict
+        The consensus task's result.
+    started : float
+        ``time.time()`` when the run started; ``created`` the same as ISO 8601 (UTC).
+    groups_seconds : float
+        Time until every group was done.
+    """
+    params, data = plan.params, plan.data
+    computed = sum(g.computed for g in groups)
+    return {
+        "run_id": run_id, "kind": plan.kind, "parent_run": plan.parent_run,
+        "created": created, "started_unix": started, "store": store_url,
+        "dataset": data["name"], "dataset_version": plan.dataset_version,
+        "dataset_fingerprint": data["fingerprint"],
+        "batches": [b["batch_id"] for b in data["batches"]],
+        "anchor_batches": sorted(b["batch_id"] for b in plan.anchor_data["batches"]),
+        "anchor_fingerprint": plan.anchor_data["fingerprint"],
+        "n_samples": data["n_samples"], "n_views": data["n_views"],
+        "n_clusters": params.n_clusters, "n_groups": params.n_groups,
+        "params": params.to_dict(), "root_seed": params.root_seed,
+        "groups_computed": computed, "groups_reused": params.n_groups - computed,
+        "work": _work(groups, consensus),
+        "groups": [g.entry() for g in groups],
+        "consensus": consensus["consensus"],
+        "timings": {"groups": round(groups_seconds, 3),
+                    "consensus": round(time.time() - started - groups_seconds, 3)},
+        "code_version": fastmice.CODE_VERSION,
+        "fastmice_version": fastmice.__version__,
+    }
 
 
 def _ground_truth(datasets: DatasetStore, name: str, batch_ids: list[int]) -> np.ndarray | None:
@@ -36,7 +119,7 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
     ----------
     store : store
     record : dict
-        :func:`pipeline.runs.run_record`.
+        :func:`pipeline.results.run_record`.
     data : dict
         :func:`pipeline.keys.dataset_ref` of the clustered batches.
 

@@ -23,7 +23,7 @@ def artifact_key(dataset: str, what: str) -> str:
 
 @task(name="write-results", **TASK_OPTIONS)
 def write_results(store_url: str, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    """Labels, scores and the run record of :func:`pipeline.runs.run_record` ``record``
+    """Labels, scores and the run record of :func:`pipeline.results.run_record` ``record``
     (pipeline.results.finish_run): writes ``labels`` and ``run/<run_id>``; returns the record."""
     return finish_run(open_store(store_url), record, data)
 

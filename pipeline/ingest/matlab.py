@@ -9,16 +9,8 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
-from pipeline.ingest._common import (
-    PathLike,
-    SparseOption,
-    View,
-    check_sparse_option,
-    existing_file,
-    read_failed,
-    to_labels,
-    to_views,
-)
+from pipeline.ingest import _common as common
+from pipeline.ingest._common import PathLike, SparseOption, View
 
 __all__ = ["load_mat"]
 
@@ -140,8 +132,8 @@ def load_mat(
         If the file is MATLAB v7.3 (HDF5; scipy cannot read it), is not a .mat file, has
         no recognised view variable, or its shapes cannot be matched to one sample count.
     """
-    check_sparse_option(sparse)
-    p = existing_file(path)
+    common.check_sparse_option(sparse)
+    p = common.existing_file(path)
     try:
         major, _ = scipy.io.matlab.matfile_version(p)
     except Exception as exc:  # scipy raises several private error types here
@@ -155,7 +147,7 @@ def load_mat(
     try:
         contents = {k: v for k, v in scipy.io.loadmat(p).items() if not k.startswith("__")}
     except Exception as exc:
-        raise read_failed(p, exc) from exc
+        raise common.read_failed(p, exc) from exc
 
     found = _mat_pick(contents, _MAT_VIEW_NAMES)
     if found is None:
@@ -176,8 +168,8 @@ def load_mat(
             lvalue = lvalue.reshape(-1)[0]
         if sp.issparse(lvalue):
             lvalue = lvalue.toarray()
-        labels = to_labels(lvalue, f"label variable {lvar!r} in {p}")
+        labels = common.to_labels(lvalue, f"label variable {lvar!r} in {p}")
 
     raw = _orient(raw, None if labels is None else labels.shape[0], p)
-    Xs = to_views(raw, [f"{var}{{{v + 1}}} in {p.name}" for v in range(len(raw))], sparse)
+    Xs = common.to_views(raw, [f"{var}{{{v + 1}}} in {p.name}" for v in range(len(raw))], sparse)
     return Xs, labels

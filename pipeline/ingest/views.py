@@ -13,18 +13,8 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 import fastmice
-from pipeline.ingest._common import (
-    LayoutError,
-    PathLike,
-    SparseOption,
-    View,
-    check_labels,
-    check_sparse_option,
-    existing_file,
-    read_failed,
-    to_labels,
-    to_views,
-)
+from pipeline.ingest import _common as common
+from pipeline.ingest._common import LayoutError, PathLike, SparseOption, View
 from storage import write_file_atomic
 
 __all__ = ["load_views", "save_views_dir"]
@@ -111,7 +101,7 @@ def _read_array_file(p: Path, mmap_mode: str | None) -> object:
     except (ImportError, LayoutError):
         raise
     except Exception as exc:  # pyarrow, zipfile and numpy raise many error types
-        raise read_failed(p, exc) from exc
+        raise common.read_failed(p, exc) from exc
 
 
 def _view_files_in(directory: Path) -> tuple[list[Path], Path | None]:
@@ -180,16 +170,16 @@ def load_views(
     --------
     save_views_dir : writes the directory layout.
     """
-    check_sparse_option(sparse)
+    common.check_sparse_option(sparse)
     if mmap_mode not in (None, "r", "c"):
         raise ValueError(f"mmap_mode={mmap_mode!r} is not valid; expected None, 'r' or 'c'.")
     files, label_file = _view_paths(paths, labels)
     names = [f.name for f in files]
     if len(set(names)) < len(names):
         names = [str(f) for f in files]
-    Xs = to_views([_read_array_file(f, mmap_mode) for f in files], names, sparse)
+    Xs = common.to_views([_read_array_file(f, mmap_mode) for f in files], names, sparse)
     y = None if label_file is None else _read_labels(label_file)
-    check_labels(y, Xs, names[0])
+    common.check_labels(y, Xs, names[0])
     return Xs, y
 
 
@@ -206,14 +196,14 @@ def _view_paths(paths: PathLike | Sequence[PathLike],
     elif not paths:
         raise ValueError("paths is empty; pass a directory or at least one file.")
     files = [Path(p) for p in paths]
-    label_file = None if labels is None else existing_file(labels)
+    label_file = None if labels is None else common.existing_file(labels)
     if len(files) == 1 and files[0].is_dir():
         files, dir_labels = _view_files_in(files[0])
         return files, label_file or dir_labels
     for f in files:
         if f.is_dir():
             raise ValueError(f"{f} is a directory; pass a directory alone, not among files.")
-        existing_file(f)
+        common.existing_file(f)
     return files, label_file
 
 
@@ -223,7 +213,7 @@ def _read_labels(label_file: Path) -> np.ndarray:
         raise ValueError(
             f"{label_file} must hold one column of labels; got shape {np.shape(raw)}."
         )
-    return to_labels(raw, str(label_file))
+    return common.to_labels(raw, str(label_file))
 
 
 def save_views_dir(
@@ -268,7 +258,7 @@ def save_views_dir(
     """
     views = fastmice.check_views(Xs)
     y = None if labels is None else np.asarray(labels).reshape(-1)
-    check_labels(y, views, "view 0")
+    common.check_labels(y, views, "view 0")
 
     directory = Path(path)
     directory.mkdir(parents=True, exist_ok=True)

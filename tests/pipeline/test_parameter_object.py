@@ -24,7 +24,7 @@ from pipeline.keys import (
 )
 from pipeline.params import DEFAULTS, PARAM_NAMES, params_of
 from pipeline.plans import plan_cluster
-from pipeline.runs import GroupOutcome, run_record
+from pipeline.results import GroupOutcome, run_record
 
 #: A value other than the default for every parameter, as typed on the command line ...
 GIVEN = {"n_clusters": "5", "n_groups": "7", "n_anchors": "60", "n_neighbors": "4",
