@@ -8,6 +8,7 @@ and says how ``n_jobs`` sizes a task runner.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
@@ -75,8 +76,6 @@ def params_of(record: Mapping[str, Any]) -> EnsembleParams:
 def task_workers(n_jobs: int | None, n_cpus: int | None = None) -> int:
     """Task-runner workers for ``n_jobs``: ``None`` -> :data:`DEFAULT_WORKERS`; ``-1`` all
     cores, ``-2`` all but one... (joblib's rule); a positive int as it is."""
-    import os
-
     if n_jobs is None:
         return DEFAULT_WORKERS
     if n_jobs > 0:

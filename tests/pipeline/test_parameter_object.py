@@ -22,7 +22,7 @@ from pipeline.keys import (
     labels_key,
     specs_key,
 )
-from pipeline.params import DEFAULTS, PARAM_NAMES, params_of
+from pipeline.params import DEFAULT_WORKERS, DEFAULTS, PARAM_NAMES, params_of, task_workers
 from pipeline.plans import plan_cluster
 from pipeline.results import GroupOutcome, run_record
 
@@ -109,3 +109,8 @@ def test_the_plan_keeps_what_the_estimator_would_use(registered, blobs):
     plan = _plan(registered, {**GIVEN, "n_groups": "3", "n_anchors": "40"})
     model = fastmice.FastMICE(**{**dataclasses.asdict(plan.params), "n_jobs": None})
     assert model._check_params(600, 3) == dataclasses.replace(plan.params, n_jobs=None)
+
+
+def test_n_jobs_sizes_the_task_runner_as_joblib_counts():
+    assert task_workers(None) == DEFAULT_WORKERS == 2
+    assert [task_workers(n, n_cpus=8) for n in (3, -1, -2, -20)] == [3, 8, 7, 1]

@@ -225,3 +225,9 @@ def test_keys_change_with_what_they_depend_on(registered):
     assert rows_key("a" * 64, "b") != rows_key("a" * 64, "c")
     with pytest.raises(ValueError, match=r"Dataset 'blobs' has no batch \[3\]"):
         dataset_ref(manifest, [3])
+
+
+def test_the_task_runner_is_sized_by_n_jobs():
+    from flows.runners import task_runner
+
+    assert task_runner()._max_workers == 2 and task_runner(3)._max_workers == 3
