@@ -6,8 +6,8 @@
 * :mod:`pipeline.plans` -- what a ``cluster``, ``extend`` or ``recluster`` run works on;
 * :mod:`pipeline.keys` -- the content keys of every artifact; :mod:`pipeline.reuse` -- the
   one skip-if-stored rule;
-* :mod:`pipeline.runs` -- run ids and records, summaries, listing; :mod:`pipeline.results`
-  -- labels, scores and the finished record;
+* :mod:`pipeline.results` -- a run's record, labels table and scores;
+  :mod:`pipeline.runs` -- run ids, reading, listing and summarising records;
 * :mod:`pipeline.progress` -- progress listeners (the command's progress bar).
 
 It imports :mod:`fastmice` and :mod:`storage` only: ``tasks/`` and ``flows/`` run it under
