@@ -39,11 +39,11 @@ SHARED = REPO.parent / "shared"
 OFFICIAL_TABLE = SHARED / "reference" / "official-octave.md"
 INDEX_TABLE = SHARED / "datasets" / "INDEX.md"
 
-try:
-    import fastmice
-except ImportError:  # a checkout that is not installed: use it in place
+if str(REPO) not in sys.path:  # a checkout that is not installed: use it in place
     sys.path.insert(0, str(REPO))
-    import fastmice
+
+import fastmice  # noqa: E402
+from pipeline.ingest import available_datasets, load_dataset  # noqa: E402
 
 SCORES = ("nmi", "ari", "acc", "purity")
 # Official table column for each score.
@@ -139,10 +139,10 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def run_row(
-    name: str, metric: str, seeds: list[int], n_jobs: int | None, root: Path | None, progress: str
+    name: str, metric: str, seeds: list[int], n_jobs: int | None, root: Path, progress: str
 ) -> dict:
     """Cluster one dataset with one metric once per seed; return the row of results."""
-    Xs, y = fastmice.datasets.load_dataset(name, root=root)
+    Xs, y = load_dataset(name, root)
     k = int(np.unique(y).size)
     row = {
         "dataset": name,
@@ -305,6 +305,21 @@ def _split(value: str | None) -> list[str] | None:
     return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _chosen_datasets(parser: argparse.ArgumentParser, root: Path,
+                     wanted: list[str] | None) -> list[str]:
+    """The datasets of ``root`` named in ``wanted`` (case-insensitive), or all of them."""
+    available = available_datasets(root)
+    if not available:
+        parser.error(f"no datasets found in {root}; pass --root")
+    if not wanted:
+        return available
+    by_lower = {n.lower(): n for n in available}
+    unknown = [w for w in wanted if w.lower() not in by_lower]
+    if unknown:
+        parser.error(f"unknown datasets {unknown}; available: {', '.join(available)}")
+    return [by_lower[w.lower()] for w in wanted]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=10, help="runs per row (seeds 0..N-1)")
@@ -312,25 +327,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", help="comma-separated dataset names (default: all)")
     parser.add_argument("--metrics", help="comma-separated metrics, e.g. cosine (default: all)")
     parser.add_argument("--n-jobs", type=int, default=None, help="FastMICE(n_jobs=...)")
-    parser.add_argument("--root", type=Path, default=None, help="datasets folder")
+    parser.add_argument("--root", type=Path, default=SHARED / "datasets",
+                        help="datasets folder (default: ../shared/datasets)")
     parser.add_argument("--official", type=Path, default=OFFICIAL_TABLE, help="official table")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds={args.seeds} must be >= 1")
 
-    available = fastmice.datasets.available_datasets(args.root)
-    if not available:
-        parser.error("no datasets found; pass --root or set FASTMICE_DATASETS")
-    names = available
-    wanted = _split(args.datasets)
-    if wanted:
-        by_lower = {n.lower(): n for n in available}
-        unknown = [w for w in wanted if w.lower() not in by_lower]
-        if unknown:
-            parser.error(f"unknown datasets {unknown}; available: {', '.join(available)}")
-        names = [by_lower[w.lower()] for w in wanted]
-
+    names = _chosen_datasets(parser, args.root, _split(args.datasets))
     official = load_official(args.official)
     if not official:
         print(f"note: no official table at {args.official}; comparing nothing", file=sys.stderr)

@@ -11,29 +11,38 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._kmeans import litekmeans, row_sq_norms
+from fastmice._kmeans import litekmeans
+from fastmice._rows import row_sq_norms
 
-__all__ = ["AnchorIndex", "fit_anchor_index", "search_nearest_anchors"]
-
-# Rows per block when a samples-by-centres distance matrix is formed.
-_BLOCK_ROWS = 16384
+__all__ = ["AnchorIndex", "draw_candidates", "fit_anchor_index", "search_nearest_anchors"]
 
 
-def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None) -> np.ndarray:
+def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None,
+               y_sq: np.ndarray | None = None) -> np.ndarray:
     """Distances between the rows of X and Y: Euclidean (not squared) or 1 - cos, clipped at 0."""
-    products = np.asarray(X @ Y.T)
+    if not cosine:
+        x_sq = row_sq_norms(X) if x_sq is None else x_sq
+        y_sq = np.einsum("ij,ij->i", Y, Y) if y_sq is None else y_sq
+    return _finish_distances(np.asarray(X @ Y.T), cosine, x_sq, None if cosine else y_sq[None, :])
+
+
+def _finish_distances(products: np.ndarray, cosine: bool, x_sq: np.ndarray | None,
+                      y_sq: np.ndarray | None) -> np.ndarray:
+    """Distances from dot products, in place: sqrt(|x|^2 + |y|^2 - 2 x.y) or 1 - x.y, >= 0.
+
+    ``y_sq`` broadcasts against ``products`` (one row for all, or one per row).
+    """
     if cosine:
         np.subtract(1, products, out=products)
     else:
-        if x_sq is None:
-            x_sq = row_sq_norms(X)
         products *= -2
         products += x_sq[:, None]
-        products += np.einsum("ij,ij->i", Y, Y)[None, :]
+        products += y_sq
     np.maximum(products, 0, out=products)
     if not cosine:
         np.sqrt(products, out=products)
@@ -72,22 +81,48 @@ class AnchorIndex:
     neighborhoods: np.ndarray
     cosine: bool
 
+    @cached_property
+    def anchor_sq_norms(self) -> np.ndarray:
+        """Squared norm of every anchor."""
+        return np.einsum("ij,ij->i", self.anchors, self.anchors)
 
-def fit_anchor_index(X, n_anchors: int, n_neighbors: int, cosine: bool,
+    @cached_property
+    def rep_members(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per rep-cluster: its anchors' indices, rows and squared norms."""
+        members = [np.flatnonzero(self.rep_labels == rep) for rep in range(len(self.rep_centers))]
+        return [(m, self.anchors[m], self.anchor_sq_norms[m]) for m in members]
+
+
+def draw_candidates(n_samples: int, n_anchors: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted rows that hybrid selection clusters: ``10 * n_anchors`` of them, at most all."""
+    n_candidates = min(10 * min(n_anchors, n_samples), n_samples)
+    return np.sort(rng.choice(n_samples, n_candidates, replace=False))
+
+
+def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
                      rng: np.random.Generator) -> AnchorIndex:
     """Select anchors by hybrid selection and prepare the coarse-to-fine search.
 
-    ``10 * n_anchors`` random candidate rows (at most all rows), k-means with 5 iterations
-    to ``n_anchors`` centres; then ``floor(sqrt(n_anchors))`` rep-clusters of the anchors, and
+    k-means with 5 iterations of the candidate rows (:func:`draw_candidates`) to
+    ``n_anchors`` centres; then ``floor(sqrt(n_anchors))`` rep-clusters of the anchors, and
     each anchor's ``10 * n_neighbors + 1`` nearest anchors (capped at ``n_anchors``, a
     deliberate deviation: the official code crashes there on tiny data).
+
+    Parameters
+    ----------
+    candidates : ndarray or csr_matrix of shape (n_candidates, n_features)
+    n_anchors : int
+        At most ``n_candidates``.
+    n_neighbors : int
+    cosine : bool
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    index : AnchorIndex
     """
-    n_samples = X.shape[0]
-    n_anchors = min(n_anchors, n_samples)
-    n_candidates = min(10 * n_anchors, n_samples)
-    candidates = np.sort(rng.choice(n_samples, n_candidates, replace=False))
     metric = "cosine" if cosine else "sqeuclidean"
-    _, anchors = litekmeans(X[candidates], n_anchors, metric=metric, max_iter=5, rng=rng)
+    _, anchors = litekmeans(candidates, n_anchors, metric=metric, max_iter=5, rng=rng)
     n_rep = max(1, math.isqrt(n_anchors))
     rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5, rng=rng)
     neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
@@ -97,31 +132,15 @@ def fit_anchor_index(X, n_anchors: int, n_neighbors: int, cosine: bool,
                        neighborhoods.astype(np.int64), cosine)
 
 
-def _grouped_blocks(X, groups: np.ndarray, n_groups: int, x_sq: np.ndarray | None):
-    """Yield (group, rows, X rows, their squared norms) for each non-empty group.
-
-    Rows are sorted by group once, so each block is a contiguous slice; blocks hold at most
-    ``_BLOCK_ROWS`` rows (a large group comes in several blocks).
-    """
-    order = np.argsort(groups, kind="stable")
-    bounds = np.searchsorted(groups[order], np.arange(n_groups + 1))
-    X_sorted = X[order]
-    sq_sorted = None if x_sq is None else x_sq[order]
-    for group in np.flatnonzero(np.diff(bounds)):
-        for start in range(bounds[group], bounds[group + 1], _BLOCK_ROWS):
-            block = slice(start, min(start + _BLOCK_ROWS, bounds[group + 1]))
-            yield (group, order[block], X_sorted[block],
-                   None if sq_sorted is None else sq_sorted[block])
-
-
 def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
                            ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate nearest anchors of every row of ``X`` (coarse to fine).
 
     Each row's nearest rep-cluster centre; its nearest anchor among that rep-cluster's
-    anchors; then its ``n_neighbors`` nearest among that anchor's neighbourhood. Rows are
-    processed one rep-cluster at a time, with one distance matrix to all the anchors the
-    rep-cluster's rows can reach, so the work is a few large matrix products.
+    anchors; then its ``n_neighbors`` nearest among that anchor's neighbourhood. Only those
+    distances are computed: the rows are grouped by rep-cluster, then by nearest anchor, and
+    each group is one matrix product. Meant for a block of some ten thousand rows (the caller
+    streams a view block by block): the more rows an anchor gets, the better the products.
 
     Parameters
     ----------
@@ -136,29 +155,57 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
     distances : ndarray of shape (n_samples, n_neighbors)
         Euclidean distances (not squared), or 1 - cos.
     """
-    n_samples = X.shape[0]
     n_neighbors = min(n_neighbors, index.neighborhoods.shape[1])
     if index.cosine:
         X = normalize_rows(X)
     x_sq = None if index.cosine else row_sq_norms(X)
-    nearest_rep = np.empty(n_samples, dtype=np.int64)
-    for start in range(0, n_samples, _BLOCK_ROWS):
-        rows = slice(start, start + _BLOCK_ROWS)
-        block_sq = None if x_sq is None else x_sq[rows]
-        nearest_rep[rows] = np.argmin(
-            _distances(X[rows], index.rep_centers, index.cosine, block_sq), axis=1)
-    indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
-    distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
-    for rep, rows, X_block, block_sq in _grouped_blocks(X, nearest_rep, len(index.rep_centers),
-                                                        x_sq):
-        members = np.flatnonzero(index.rep_labels == rep)
-        reachable = np.union1d(members, index.neighborhoods[members])
-        dist = _distances(X_block, index.anchors[reachable], index.cosine, block_sq)
-        member_columns = np.searchsorted(reachable, members)
-        nearest = members[np.argmin(dist[:, member_columns], axis=1)]
-        candidates = index.neighborhoods[nearest]
-        candidate_dist = np.take_along_axis(dist, np.searchsorted(reachable, candidates), axis=1)
-        best = np.argsort(candidate_dist, axis=1, kind="stable")[:, :n_neighbors]
-        indices[rows] = np.take_along_axis(candidates, best, axis=1)
-        distances[rows] = np.take_along_axis(candidate_dist, best, axis=1)
-    return indices, distances
+    nearest_rep = np.argmin(_distances(X, index.rep_centers, index.cosine, x_sq), axis=1)
+    nearest = np.empty(X.shape[0], dtype=np.int64)
+    for rep, rows in _groups(nearest_rep, len(index.rep_centers)):
+        members, anchors, sq_norms = index.rep_members[rep]
+        dist = _distances(X[rows], anchors, index.cosine, None if x_sq is None else x_sq[rows],
+                          sq_norms)
+        nearest[rows] = members[np.argmin(dist, axis=1)]
+    # Rows sorted by nearest anchor: each anchor's rows are one slice, one product with its
+    # neighbourhood.
+    order = np.argsort(nearest, kind="stable")
+    X_sorted, nearest_sorted = X[order], nearest[order]
+    candidates = index.neighborhoods[nearest_sorted]
+    products = np.empty(candidates.shape, dtype=np.result_type(X.dtype, index.anchors.dtype))
+    bounds = np.searchsorted(nearest_sorted, np.arange(len(index.anchors) + 1))
+    for anchor in np.flatnonzero(np.diff(bounds)):
+        block = slice(bounds[anchor], bounds[anchor + 1])
+        products[block] = X_sorted[block] @ index.anchors[index.neighborhoods[anchor]].T
+    distances = _finish_distances(products, index.cosine,
+                                  None if x_sq is None else x_sq[order],
+                                  index.anchor_sq_norms[candidates])
+    best = _smallest(distances, n_neighbors)
+    within = np.arange(len(order))[:, None]
+    out_indices = np.empty((len(order), n_neighbors), dtype=np.int64)
+    out_distances = np.empty((len(order), n_neighbors), dtype=np.float64)
+    out_indices[order] = candidates[within, best]
+    out_distances[order] = distances[within, best]
+    return out_indices, out_distances
+
+
+def _groups(labels: np.ndarray, n_labels: int):
+    """Yield ``(label, rows)`` for every label that has rows (rows in increasing order)."""
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(n_labels + 1))
+    for label in np.flatnonzero(np.diff(bounds)):
+        yield label, order[bounds[label]:bounds[label + 1]]
+
+
+def _smallest(values: np.ndarray, k: int) -> np.ndarray:
+    """Column positions of the ``k`` smallest values of each row, smallest first.
+
+    Ties go to the earlier column (as a stable sort, and the official code's repeated
+    ``min``); ``k`` passes of argmin are several times faster than sorting every row.
+    """
+    values = values.copy()
+    rows = np.arange(values.shape[0])
+    positions = np.empty((values.shape[0], k), dtype=np.intp)
+    for j in range(k):
+        positions[:, j] = np.argmin(values, axis=1)
+        values[rows, positions[:, j]] = np.inf
+    return positions

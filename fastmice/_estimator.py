@@ -137,7 +137,8 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.group_anchors_ = [anchors for anchors, _ in fitted]
         self.base_partitions_ = [partition for _, partition in fitted]
         self.base_labels_ = np.column_stack([p.labels_ for p in self.base_partitions_])
-        self.consensus_ = consensus_partition(self.base_labels_, self.n_clusters, seed=seed)
+        self.consensus_ = consensus_partition(self.base_labels_, self.n_clusters, seed=seed,
+                                              n_jobs=effective_n_jobs(self.n_jobs))
         self.labels_ = self.consensus_.labels_
         self.root_seed_ = seed
         self.n_views_ = len(Xs)

@@ -3,117 +3,107 @@
 It differs from scikit-learn's ``KMeans`` on purpose: random-row initialisation (no k-means++),
 stopping when the assignment no longer changes, empty clusters repaired by moving the worst-fitted
 points into them, and replicates compared by the sum of *non-squared* distances.
+
+The rows it clusters are given either as a matrix (:class:`MatrixRows`: dense or CSR) or as
+the transfer-cut embedding of a bipartite graph (:class:`TransferRows`), whose rows
+``normalise(R_i U)`` are never formed all at once: with ``R`` sparse (a few entries a row)
+and ``U`` small, an assignment costs ``O(nnz(R) k + n_columns k^2)`` instead of ``O(N k^2)``.
+On many rows the rounds may run on a uniform sample of them, then a few more on every row
+(:func:`sampled_litekmeans`).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.sparse as sp
 
-__all__ = ["litekmeans"]
+from fastmice._parallel import map_threads
+from fastmice._rows import MatrixRows, Rows, TransferRows
+
+__all__ = ["litekmeans", "lloyd_rounds", "sampled_litekmeans"]
 
 #: n_samples * n_clusters from which replicates run in threads (below it, threads cost more).
 _PARALLEL_WORK = 1_000_000
 
 
-def row_sq_norms(X) -> np.ndarray:
-    """Squared L2 norm of every row of a dense or CSR matrix."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
-
-
-def _dense_rows(X, rows: np.ndarray) -> np.ndarray:
-    sub = X[rows]
-    return sub.toarray() if sp.issparse(sub) else np.array(sub)
-
-
-def _update_centers(X, labels: np.ndarray, n_clusters: int, cosine: bool) -> np.ndarray:
+def _centers(rows: Rows, labels: np.ndarray, n_clusters: int) -> np.ndarray:
     """Mean of the members of each cluster (unit-normalised for cosine); empty clusters get 0."""
-    n_samples = X.shape[0]
-    indicator = sp.csr_matrix(
-        (np.ones(n_samples, dtype=X.dtype), (labels, np.arange(n_samples))),
-        shape=(n_clusters, n_samples),
-    )
-    sums = indicator @ X
-    centers = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
-    counts = np.bincount(labels, minlength=n_clusters).astype(X.dtype)
+    centers = rows.center_sums(labels, n_clusters)
+    counts = np.bincount(labels, minlength=n_clusters).astype(centers.dtype)
     centers /= np.maximum(counts, 1)[:, None]
-    if cosine:
+    if rows.cosine:
         norms = np.sqrt(np.einsum("ij,ij->i", centers, centers))
         centers /= np.where(norms > 0, norms, 1)[:, None]
     return centers
 
 
-def _assign(X, centers: np.ndarray,
-            center_sq: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest centre per row, and litekmeans' val (|c|^2 - 2x.c, or x.c for cosine)."""
-    products = np.asarray(X @ centers.T)
-    if center_sq is None:  # cosine: the largest dot product
-        labels = np.argmax(products, axis=1)
-    else:
-        products *= -2
-        products += center_sq[None, :]
-        labels = np.argmin(products, axis=1)
-    return labels, products[np.arange(products.shape[0]), labels]
+def _repair(rows: Rows, labels: np.ndarray, val: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Move the worst-fitted rows into empty clusters, one each (litekmeans' repair)."""
+    present = np.bincount(labels, minlength=n_clusters) > 0
+    if present.all():
+        return labels
+    missing = np.flatnonzero(~present)
+    # Worst-fitted points first: largest squared distance, or smallest similarity.
+    badness = val if rows.cosine else -(val + rows.sq_norms)
+    labels = labels.copy()
+    labels[np.argsort(badness, kind="stable")[: missing.size]] = missing
+    return labels
 
 
-def _single_run(X, n_clusters: int, cosine: bool, max_iter: int, init_rows: np.ndarray,
-                x_sq: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    n_samples = X.shape[0]
-    centers = _dense_rows(X, init_rows)
+def _single_run(rows: Rows, n_clusters: int, max_iter: int,
+                init_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    centers = rows.take(init_rows)
     last = None
-    labels = np.zeros(n_samples, dtype=np.intp)
+    labels = np.zeros(rows.n_rows, dtype=np.intp)
     for _ in range(max_iter):
-        center_sq = None if cosine else np.einsum("ij,ij->i", centers, centers)
-        labels, val = _assign(X, centers, center_sq)
-        present = np.bincount(labels, minlength=n_clusters) > 0
-        if not present.all():
-            missing = np.flatnonzero(~present)
-            # Worst-fitted points first: largest squared distance, or smallest similarity.
-            badness = -(val + x_sq) if x_sq is not None else val
-            order = np.argsort(badness, kind="stable")
-            labels[order[: missing.size]] = missing
-        centers = _update_centers(X, labels, n_clusters, cosine)
+        labels, val = rows.assign(centers)
+        labels = _repair(rows, labels, val, n_clusters)
+        centers = _centers(rows, labels, n_clusters)
         if last is not None and np.array_equal(labels, last):
             break
         last = labels
     return labels, centers
 
 
-def _sum_of_distances(X, labels: np.ndarray, centers: np.ndarray, cosine: bool,
-                      x_sq: np.ndarray | None) -> float:
-    assigned = np.asarray((X.multiply(centers[labels]) if sp.issparse(X) else X * centers[labels])
-                          .sum(axis=1)).ravel()
-    if cosine:
+def _sum_of_distances(rows: Rows, labels: np.ndarray, centers: np.ndarray) -> float:
+    assigned = rows.assigned_products(labels, centers)
+    if rows.cosine:
         return float(np.sum(1.0 - assigned))
     center_sq = np.einsum("ij,ij->i", centers, centers)[labels]
-    return float(np.sum(np.sqrt(np.maximum(x_sq + center_sq - 2 * assigned, 0))))
+    return float(np.sum(np.sqrt(np.maximum(rows.sq_norms + center_sq - 2 * assigned, 0))))
+
+
+def _as_rows(X, metric: str) -> Rows:
+    if isinstance(X, MatrixRows | TransferRows):
+        return X
+    return MatrixRows(X, cosine=metric == "cosine")
 
 
 def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int = 100,
-               n_init: int = 1, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+               n_init: int = 1, rng: np.random.Generator,
+               n_jobs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Cluster the rows of ``X`` exactly as Deng Cai's litekmeans does.
 
     Input is assumed validated: ``X`` is a float ndarray or CSR matrix of shape
-    (n_samples, n_features) with ``n_samples >= n_clusters``.
+    (n_samples, n_features) with ``n_samples >= n_clusters``, or a :class:`TransferRows`.
 
     Parameters
     ----------
-    X : ndarray or csr_matrix of shape (n_samples, n_features)
+    X : ndarray, csr_matrix or TransferRows of shape (n_samples, n_features)
     n_clusters : int
     metric : {"sqeuclidean", "cosine"}, default="sqeuclidean"
         With "cosine", rows are assigned by the largest dot product with unit-norm centres
-        (``X`` is *not* normalised here, as in the original).
+        (``X`` is *not* normalised here, as in the original). ``TransferRows`` are cosine.
     max_iter : int, default=100
         Maximum number of assignment and update rounds.
     n_init : int, default=1
         Replicates; the one with the smallest sum of within-cluster distances is kept.
     rng : numpy.random.Generator
         Source of the random initial rows.
+    n_jobs : int, optional
+        Most threads for the replicates (default: as many as cores); they run in threads
+        only when the work is large. The result does not depend on it.
 
     Returns
     -------
@@ -122,28 +112,79 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
     centers : ndarray of shape (n_clusters, n_features)
         Centres after the last update.
     """
-    if X.shape[0] < n_clusters:
-        raise ValueError(f"n_samples={X.shape[0]} must be >= n_clusters={n_clusters} for k-means.")
-    cosine = metric == "cosine"
-    x_sq = None if cosine else row_sq_norms(X)
+    rows = _as_rows(X, metric)
+    if rows.n_rows < n_clusters:
+        raise ValueError(f"n_samples={rows.n_rows} must be >= n_clusters={n_clusters} for "
+                         f"k-means.")
     # Every replicate's initial rows are drawn first, in replicate order: the replicates are
     # then independent and may run side by side with the same result.
-    inits = [np.sort(rng.choice(X.shape[0], n_clusters, replace=False)) for _ in range(n_init)]
+    inits = [np.sort(rng.choice(rows.n_rows, n_clusters, replace=False))
+             for _ in range(n_init)]
     if n_init == 1:
-        return _single_run(X, n_clusters, cosine, max_iter, inits[0], x_sq)
+        return _single_run(rows, n_clusters, max_iter, inits[0])
 
     def replicate(init_rows: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        labels, centers = _single_run(X, n_clusters, cosine, max_iter, init_rows, x_sq)
-        return _sum_of_distances(X, labels, centers, cosine, x_sq), labels, centers
+        labels, centers = _single_run(rows, n_clusters, max_iter, init_rows)
+        return _sum_of_distances(rows, labels, centers), labels, centers
 
-    workers = min(n_init, os.cpu_count() or 1) if X.shape[0] * n_clusters >= _PARALLEL_WORK else 1
-    if workers > 1:  # numpy and BLAS release the GIL on work of this size
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            runs = list(pool.map(replicate, inits))
-    else:
-        runs = [replicate(init_rows) for init_rows in inits]
+    large = rows.n_rows * n_clusters >= _PARALLEL_WORK
+    workers = min(n_init, n_jobs or os.cpu_count() or 1) if large else 1
+    runs = map_threads(replicate, inits, workers)
     best = runs[0]
     for run in runs[1:]:  # the first of equal totals wins, as in a sequential loop
         if run[0] < best[0]:
             best = run
     return best[1], best[2]
+
+
+def sampled_litekmeans(X, n_clusters: int, *, sample: np.ndarray | None,
+                       full_rounds: int = 1, metric: str = "sqeuclidean", max_iter: int = 100,
+                       n_init: int = 1, rng: np.random.Generator,
+                       n_jobs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """litekmeans whose rounds run on some rows only, then a few rounds on every row.
+
+    Without ``sample`` this is :func:`litekmeans`. Otherwise the rounds and replicates run
+    on the rows ``sample``; then litekmeans' rounds (assign every row, repair empty
+    clusters, update the centres) continue on every row from the sample's best centres, at
+    most ``full_rounds`` times or until the labels no longer change. The cost no longer
+    grows with ``n_samples * max_iter * n_init`` but with ``n_samples * full_rounds``.
+
+    Parameters and returns are those of :func:`litekmeans`, plus ``sample`` (sorted row
+    indices, e.g. a uniform sample) and ``full_rounds`` (>= 1).
+    """
+    rows = _as_rows(X, metric)
+    if sample is None:
+        return litekmeans(rows, n_clusters, metric=metric, max_iter=max_iter, n_init=n_init,
+                          rng=rng, n_jobs=n_jobs)
+    _, centers = litekmeans(rows.subset(sample), n_clusters, metric=metric,
+                            max_iter=max_iter, n_init=n_init, rng=rng, n_jobs=n_jobs)
+    return lloyd_rounds(rows, centers, full_rounds)
+
+
+def lloyd_rounds(X, centers: np.ndarray, n_rounds: int, metric: str = "cosine"
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """litekmeans' rounds from given centres: at most ``n_rounds`` (>= 1), until stable.
+
+    Parameters
+    ----------
+    X : ndarray, csr_matrix, MatrixRows or TransferRows of shape (n_samples, n_features)
+    centers : ndarray of shape (n_clusters, n_features)
+        Where the rounds start (e.g. a sample's centres, or a previous partition's).
+    n_rounds : int
+    metric : {"sqeuclidean", "cosine"}, default="cosine"
+
+    Returns
+    -------
+    labels, centers : as :func:`litekmeans`.
+    """
+    rows = _as_rows(X, metric)
+    n_clusters = len(centers)
+    last = None
+    for _ in range(max(1, n_rounds)):
+        labels, val = rows.assign(centers)
+        labels = _repair(rows, labels, val, n_clusters)
+        centers = _centers(rows, labels, n_clusters)
+        if last is not None and np.array_equal(labels, last):
+            break
+        last = labels
+    return labels, centers

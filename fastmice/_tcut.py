@@ -5,15 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 
 from fastmice._blas import on_one_blas_thread
-from fastmice._kmeans import litekmeans
+from fastmice._eigen import column_graph_eigenvectors
+from fastmice._kmeans import lloyd_rounds, sampled_litekmeans
+from fastmice._rows import MatrixRows, TransferRows
+from fastmice._stages import stage
 
 __all__ = ["BipartitePartition", "partition_bipartite_graph"]
 
-_EPS = np.finfo(np.float64).eps
+#: Largest rows x dimensions of an embedding formed whole (2^24 float64 = 134 MB); beyond
+#: it, k-means works on the implicit TransferRows.
+_DENSE_EMBEDDING = 2**24
 
 
 def _row_stochastic(B: sp.csr_matrix) -> sp.csr_matrix:
@@ -23,31 +27,24 @@ def _row_stochastic(B: sp.csr_matrix) -> sp.csr_matrix:
     return sp.csr_matrix(sp.diags(1.0 / dx) @ B)
 
 
-def _embed_rows(B: sp.csr_matrix, anchor_embedding: np.ndarray) -> np.ndarray:
-    """Transfer the anchor-side eigenvectors to the rows and unit-normalise them."""
-    embedding = np.asarray(_row_stochastic(B) @ anchor_embedding)
+def _embed_rows(B: sp.csr_matrix, anchor_embedding: np.ndarray,
+                n_jobs: int = 1) -> MatrixRows | TransferRows:
+    """The rows' embedding: anchor-side eigenvectors transferred by ``Dx^-1 B``, unit rows.
+
+    Formed whole when small (as the official code does); otherwise kept implicit.
+    """
+    R = _row_stochastic(B)
+    if B.shape[0] * anchor_embedding.shape[1] > _DENSE_EMBEDDING:
+        return TransferRows(R, anchor_embedding, n_jobs=n_jobs)
+    embedding = np.asarray(R @ anchor_embedding)
     embedding /= np.sqrt(np.einsum("ij,ij->i", embedding, embedding))[:, None] + 1e-10
-    return embedding
+    return MatrixRows(embedding, cosine=True)
 
 
 def _pad_columns(B: sp.csr_matrix, n_columns: int) -> sp.csr_matrix:
     if B.shape[1] >= n_columns:
         return B
     return sp.csr_matrix((B.data, B.indices, B.indptr), shape=(B.shape[0], n_columns))
-
-
-def _top_eigenvectors(B: sp.csr_matrix, n_clusters: int) -> np.ndarray:
-    """Generalised eigenvectors of (Wy, diag(d)) for the ``n_clusters`` largest eigenvalues."""
-    Wy = (B.T @ _row_stochastic(B)).toarray()
-    d = Wy.sum(axis=1)
-    d[d == 0] = _EPS
-    d_inv_sqrt = 1.0 / np.sqrt(d)
-    normalized = d_inv_sqrt[:, None] * Wy * d_inv_sqrt[None, :]
-    normalized = (normalized + normalized.T) / 2
-    n = normalized.shape[0]
-    _, vectors = scipy.linalg.eigh(normalized, subset_by_index=[n - n_clusters, n - 1],
-                                   overwrite_a=True, check_finite=False, driver="evr")
-    return d_inv_sqrt[:, None] * vectors[:, ::-1]
 
 
 @dataclass
@@ -76,8 +73,8 @@ class BipartitePartition:
         if B_new.shape[1] != self.anchor_embedding.shape[0]:
             raise ValueError(f"B_new has {B_new.shape[1]} columns; the partition was computed "
                              f"on a graph with {self.anchor_embedding.shape[0]}.")
-        embedding = _embed_rows(B_new, self.anchor_embedding)
-        return np.argmax(embedding @ self.centers.T, axis=1)
+        labels, _ = _embed_rows(B_new, self.anchor_embedding).assign(self.centers)
+        return labels
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat dict of arrays (for ``np.savez``)."""
@@ -94,7 +91,11 @@ class BipartitePartition:
 @on_one_blas_thread
 def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | None = None,
                               max_iter: int = 5, n_init: int = 1,
-                              rng: np.random.Generator | None = None) -> BipartitePartition:
+                              rng: np.random.Generator | None = None,
+                              sample_size: int | None = None,
+                              kmeans_sample_size: int | None = None, full_rounds: int = 1,
+                              init: BipartitePartition | None = None,
+                              n_jobs: int = 1) -> BipartitePartition:
     """Partition the rows of a bipartite graph by transfer cut.
 
     The ``n_clusters`` leading eigenvectors of the normalised column-side graph
@@ -111,6 +112,23 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     max_iter : int, default=5
     n_init : int, default=1
     rng : numpy.random.Generator, optional
+    sample_size : int, optional
+        With more rows than this, the partition is learnt on a uniform sample of this many
+        rows (the eigenvectors of its column graph, the k-means rounds), then every row is
+        transferred and the k-means rounds go on over every row for at most
+        ``full_rounds`` more (:func:`fastmice._kmeans.sampled_litekmeans`). Default: every
+        step on every row.
+    kmeans_sample_size : int, optional
+        The k-means rounds' own (smaller) sample, when the rows are more than
+        ``sample_size`` (default: ``sample_size``).
+    full_rounds : int, default=1
+        See ``sample_size`` and ``init``.
+    init : BipartitePartition, optional
+        A partition of an earlier graph with the same columns (e.g. before new rows were
+        added): its eigenvectors are kept and the k-means rounds start from its centres,
+        for at most ``full_rounds``. Nothing is drawn from ``rng``.
+    n_jobs : int, default=1
+        Threads over row blocks and k-means replicates (the result does not depend on it).
 
     Returns
     -------
@@ -119,8 +137,28 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     if rng is None:
         rng = np.random.default_rng(seed)
     B = _pad_columns(sp.csr_matrix(B, dtype=np.float64), n_clusters)
-    anchor_embedding = _top_eigenvectors(B, n_clusters)
-    embedding = _embed_rows(B, anchor_embedding)
-    labels, centers = litekmeans(embedding, n_clusters, metric="cosine", max_iter=max_iter,
-                                 n_init=n_init, rng=rng)
+    if init is not None:
+        if init.anchor_embedding.shape != (B.shape[1], n_clusters):
+            raise ValueError(f"init was computed on a graph with "
+                             f"{init.anchor_embedding.shape[0]} columns into "
+                             f"{init.anchor_embedding.shape[1]} clusters; this one has "
+                             f"{B.shape[1]} columns and n_clusters={n_clusters}.")
+        with stage("kmeans"):
+            embedding = _embed_rows(B, init.anchor_embedding, n_jobs)
+            labels, centers = lloyd_rounds(embedding, init.centers, full_rounds)
+        return BipartitePartition(labels.astype(np.int64), init.anchor_embedding, centers)
+    sample = kmeans_sample = None
+    if sample_size is not None and B.shape[0] > sample_size:
+        sample = np.sort(rng.choice(B.shape[0], sample_size, replace=False))
+        kmeans_sample = sample
+        if kmeans_sample_size is not None and kmeans_sample_size < sample_size:
+            kmeans_sample = np.sort(rng.choice(sample, kmeans_sample_size, replace=False))
+    with stage("eigen"):
+        anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
+                                                     n_clusters, rng=rng, n_jobs=n_jobs)
+    with stage("kmeans"):
+        embedding = _embed_rows(B, anchor_embedding, n_jobs)
+        labels, centers = sampled_litekmeans(
+            embedding, n_clusters, sample=kmeans_sample, full_rounds=full_rounds,
+            metric="cosine", max_iter=max_iter, n_init=n_init, rng=rng, n_jobs=n_jobs)
     return BipartitePartition(labels.astype(np.int64), anchor_embedding, centers)

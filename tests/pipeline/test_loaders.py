@@ -325,15 +325,6 @@ def test_load_dataset_by_name(tmp_path):
         load_dataset("Toy", root=tmp_path / "absent")
 
 
-def test_the_deprecated_benchmark_names_forward_to_the_loaders(tmp_path, monkeypatch):
-    from fastmice import datasets
-
-    np.savez(tmp_path / "Toy.npz", view0=np.ones((2, 2)), labels=[0, 1])
-    monkeypatch.setenv("FASTMICE_DATASETS", str(tmp_path))
-    assert datasets.available_datasets() == ["Toy"]
-    assert datasets.load_dataset("toy")[1].tolist() == [0, 1]
-
-
 @pytest.mark.skipif(
     not SHARED_DATASETS.is_dir(), reason=f"shared benchmarks not found at {SHARED_DATASETS}"
 )

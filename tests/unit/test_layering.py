@@ -34,11 +34,7 @@ THIRD_PARTY = {
 #: Packages only the orchestration layers (tasks, flows, cli) may import.
 PREFECT = {"prefect", "prefect_dask", "distributed", "dask"}
 #: Named exceptions, each with its reason (imports made only when a function is called).
-EXCEPTIONS = {
-    ("fastmice/datasets.py", "pipeline"):
-        "deprecated forwards of load_dataset/available_datasets, kept only until "
-        "benchmarks/quality.py imports them from pipeline.ingest",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def imports_of(path: Path) -> set[str]:

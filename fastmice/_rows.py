@@ -1,0 +1,212 @@
+"""The rows litekmeans clusters: a matrix's, or a transfer-cut embedding's, kept implicit.
+
+:class:`MatrixRows` are the rows of a dense or CSR matrix. :class:`TransferRows` are the
+rows ``normalise(R_i U)`` of the embedding Tcut transfers to the rows of a bipartite graph,
+never formed all at once: with ``R`` sparse (a few entries a row) and ``U`` small, an
+assignment costs ``O(nnz(R) k + n_columns k^2)`` instead of ``O(N k^2)``. Both offer what
+a litekmeans round needs (take, assign, centre sums, subsets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastmice._parallel import map_blocks
+
+__all__ = ["MatrixRows", "Rows", "TransferRows", "row_sq_norms"]
+
+#: Most columns for which TransferRows forms U U^T to get its row norms.
+_GRAM_MAX = 4096
+#: A sample of TransferRows is formed whole when it has at most this many entries and its
+#: dimension is below this multiple of the entries per row of R (a dense product per entry
+#: is about this much cheaper than a sparse one).
+_DENSE_SUBSET = 2**25
+_DENSE_GAIN = 50
+
+
+def row_sq_norms(X) -> np.ndarray:
+    """Squared L2 norm of every row of a dense or CSR matrix."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+class MatrixRows:
+    """The rows of a dense or CSR matrix, as litekmeans sees them.
+
+    Parameters
+    ----------
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+    cosine : bool
+        Assign by the largest dot product (centres are unit-normalised) instead of the
+        smallest squared Euclidean distance.
+    """
+
+    def __init__(self, X, cosine: bool) -> None:
+        self.X = X
+        self.cosine = cosine
+        self.sq_norms = None if cosine else row_sq_norms(X)
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """Dense copies of some rows, shape (len(rows), n_features)."""
+        sub = self.X[rows]
+        return sub.toarray() if sp.issparse(sub) else np.array(sub)
+
+    def subset(self, rows: np.ndarray) -> MatrixRows:
+        return MatrixRows(self.X[rows], self.cosine)
+
+    def assign(self, centers: np.ndarray, n_jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest centre per row, and litekmeans' val (|c|^2 - 2x.c, or x.c for cosine)."""
+        products = np.asarray(self.X @ centers.T)
+        if self.cosine:  # the largest dot product
+            labels = np.argmax(products, axis=1)
+        else:
+            products *= -2
+            products += np.einsum("ij,ij->i", centers, centers)[None, :]
+            labels = np.argmin(products, axis=1)
+        return labels, products[np.arange(products.shape[0]), labels]
+
+    def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """Sum of the rows of each cluster, shape (n_clusters, n_features)."""
+        indicator = sp.csr_matrix(
+            (np.ones(self.n_rows, dtype=self.X.dtype), (labels, np.arange(self.n_rows))),
+            shape=(n_clusters, self.n_rows))
+        sums = indicator @ self.X
+        return sums.toarray() if sp.issparse(sums) else np.asarray(sums)
+
+    def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
+        """x_i . c_{labels_i} for every row."""
+        chosen = centers[labels]
+        products = self.X.multiply(chosen) if sp.issparse(self.X) else self.X * chosen
+        return np.asarray(products.sum(axis=1)).ravel()
+
+
+class TransferRows:
+    """Rows ``E_i = R_i U / (|R_i U| + 1e-10)`` of a transfer-cut embedding, never formed whole.
+
+    Always clustered by cosine. Products with the centres are computed as ``R (U C^T)`` in
+    blocks of rows, in float32 (the labels are argmaxes of these), or, while the row norms
+    are not known yet, as ``(R U) C^T``, which gives the norms on the way.
+
+    Parameters
+    ----------
+    R : csr_matrix of shape (n_samples, n_columns)
+        Row-stochastic sample-to-column weights (``Dx^-1 B``).
+    U : ndarray of shape (n_columns, n_dims)
+        Column-side embedding.
+    norms : ndarray of shape (n_samples,), optional
+        ``|R_i U| + 1e-10``, if known.
+    n_jobs : int, default=1
+        Threads over row blocks.
+    """
+
+    cosine = True
+    sq_norms = None
+
+    def __init__(self, R: sp.csr_matrix, U: np.ndarray, norms: np.ndarray | None = None,
+                 n_jobs: int = 1) -> None:
+        self.R = R
+        self.U = U
+        self.n_jobs = n_jobs
+        self._R32 = R.astype(np.float32) if R.dtype != np.float32 else R
+        self._norms = self._gram_norms() if norms is None else norms
+
+    @property
+    def n_rows(self) -> int:
+        return self.R.shape[0]
+
+    @property
+    def norms(self) -> np.ndarray:
+        """``|R_i U| + 1e-10`` of every row (computed on first use)."""
+        if self._norms is None:
+            def block(rows: slice) -> np.ndarray:
+                E = np.asarray(self.R[rows] @ self.U)
+                return np.sqrt(np.einsum("ij,ij->i", E, E))
+
+            self._norms = np.concatenate(map_blocks(block, self.n_rows, self.n_jobs)) + 1e-10
+        return self._norms
+
+    def _gram_norms(self) -> np.ndarray | None:
+        """Row norms from ``U U^T`` when rows have few, equally many entries (else None)."""
+        R, U = self.R, self.U
+        counts = np.diff(R.indptr)
+        if not len(counts) or counts.min() != counts.max() or R.shape[1] > _GRAM_MAX:
+            return None
+        # |R_i U|^2 = sum_ab r_ia r_ib (U U^T)_ab over the row's few entries.
+        gram = U @ U.T
+        width = int(counts[0])
+        columns = R.indices.reshape(-1, width)
+        weights = R.data.reshape(-1, width)
+
+        def block(rows: slice) -> np.ndarray:
+            c, w = columns[rows], weights[rows]
+            return np.einsum("ia,ib,iab->i", w, w, gram[c[:, :, None], c[:, None, :]])
+
+        squares = np.concatenate(map_blocks(block, self.n_rows, self.n_jobs))
+        return np.sqrt(np.maximum(squares, 0)) + 1e-10
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        E = np.asarray(self.R[rows] @ self.U)
+        norms = self._norms[rows] if self._norms is not None else np.sqrt(
+            np.einsum("ij,ij->i", E, E)) + 1e-10
+        return E / norms[:, None]
+
+    def subset(self, rows: np.ndarray) -> MatrixRows | TransferRows:
+        """Some of the rows; formed whole (float32) where dense products are cheaper."""
+        n_dims = self.U.shape[1]
+        nnz_per_row = self.R.nnz / max(self.n_rows, 1)
+        if len(rows) * n_dims <= _DENSE_SUBSET and n_dims < _DENSE_GAIN * nnz_per_row:
+            return MatrixRows(self.take(rows).astype(np.float32), cosine=True)
+        return TransferRows(self.R[rows], self.U,
+                            None if self._norms is None else self._norms[rows], self.n_jobs)
+
+    def assign(self, centers: np.ndarray, n_jobs: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        if self._norms is None:
+            return self._assign_forming(centers, n_jobs)
+        G = (self.U @ centers.T).astype(np.float32)
+
+        def block(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+            scores = np.asarray(self._R32[rows] @ G)
+            labels = np.argmax(scores, axis=1)
+            return labels, scores[np.arange(len(labels)), labels] / self._norms[rows]
+
+        parts = map_blocks(block, self.n_rows, n_jobs)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def _assign_forming(self, centers: np.ndarray, n_jobs: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Assign with the embedding formed block by block, keeping the row norms."""
+        U32, C32 = self.U.astype(np.float32), centers.T.astype(np.float32)
+
+        def block(rows: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            E = np.asarray(self._R32[rows] @ U32)
+            norms = np.sqrt(np.einsum("ij,ij->i", E, E, dtype=np.float64)) + 1e-10
+            scores = E @ C32
+            labels = np.argmax(scores, axis=1)
+            return labels, scores[np.arange(len(labels)), labels] / norms, norms
+
+        parts = map_blocks(block, self.n_rows, n_jobs)
+        self._norms = np.concatenate([p[2] for p in parts])
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),
+                                shape=(n_clusters, self.n_rows))
+        # Sparse (k x n_columns) times U: never a dense matrix with a side of n_columns.
+        return np.asarray((weights @ self.R) @ self.U)
+
+    def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
+        G = self.U @ centers.T
+        rows = np.repeat(np.arange(self.n_rows), np.diff(self.R.indptr))
+        terms = self.R.data * G[self.R.indices, labels[rows]]
+        return np.bincount(rows, weights=terms, minlength=self.n_rows) / self.norms
+
+
+Rows = MatrixRows | TransferRows
