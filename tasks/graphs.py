@@ -59,7 +59,7 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
                (ANCHORS, key)]
 
     def compute() -> list[Any]:
-        Xs = DatasetStore(store).load_views(anchor_data["name"], batches=_batch_ids(anchor_data))
+        Xs = DatasetStore(store).read_views(anchor_data["name"], batches=_batch_ids(anchor_data))
         B, anchors = fastmice.build_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec))
         bounds = np.cumsum([0] + [b["n_samples"] for b in anchor_data["batches"]])
         return [*(B[a:b] for a, b in itertools.pairwise(bounds)), anchors.to_arrays()]
@@ -98,7 +98,7 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
     key = anchors_key(anchor_data, fastmice.EnsembleParams.from_dict(params), spec)
 
     def compute() -> list[Any]:
-        Xs = DatasetStore(store).load_views(anchor_data["name"], batches=[batch["batch_id"]])
+        Xs = DatasetStore(store).read_views(anchor_data["name"], batches=[batch["batch_id"]])
         anchors = fastmice.GroupAnchors.from_arrays(store.get(graph["anchors"]))
         return [fastmice.transform_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec),
                                                anchors)]
