@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -155,12 +157,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fastmice`` console script; returns the exit status."""
+    """Entry point of the ``fastmice`` console script; returns the exit status.
+
+    ``SIGTERM`` is handled as ``SIGINT`` is: the command stops cleanly (finished steps are
+    stored, Prefect's embedded server is stopped) and says to rerun it to resume.
+    """
     args = build_parser().parse_args(argv)
     configure_environment(args.verbose)
     output = Output(args.json)
     started = time.time()
+    previous = signal.signal(signal.SIGTERM, _interrupted) \
+        if threading.current_thread() is threading.main_thread() else None
     try:
         with store_warnings(args.command, output):
             writes = args.command in WRITERS or getattr(args, "repair", False)
@@ -178,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fastmice {args.command}: error: {text}", file=sys.stderr)
         return ERROR_STATUS
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if os.environ.get("FASTMICE_DEBUG"):
             print(f"fastmice: {time.time() - started:.1f} s", file=sys.stderr)
     return status

@@ -51,7 +51,8 @@ def _boot_id() -> str:
 
 
 def _start_time(pid: int) -> str | None:
-    """The start time of process ``pid`` (clock ticks since boot), or None if it is gone."""
+    """The start time of process ``pid`` (clock ticks since boot), or None if it is gone
+    (or has exited and awaits its parent)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -62,7 +63,8 @@ def _start_time(pid: int) -> str | None:
         except PermissionError:
             return "?"
         return "?"  # alive, but no /proc to tell it from a reused pid
-    return stat.rpartition(")")[2].split()[19]
+    fields = stat.rpartition(")")[2].split()
+    return None if fields[0] in ("Z", "X") else fields[19]  # a zombie has exited
 
 
 def process_identity(pid: int | None = None) -> dict[str, Any]:
