@@ -67,13 +67,14 @@ def start_embedded_api() -> None:
     global _api_start
     if _api_start is not None:
         return
-    # Imported here, in the main thread: importing prefect from two threads at once can
-    # hand one of them a partially initialised module.
-    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return
+        return  # a server is set: no need to import the server's code (~2.5 s)
+    # Imported here, in the main thread: importing prefect from two threads at once can
+    # hand one of them a partially initialised module.
+    from prefect.server.api.server import SubprocessASGIServer
+
     home = PREFECT_HOME.value()
     server = SubprocessASGIServer()  # the instance Prefect's client will use too
     launch = server._run_uvicorn_command

@@ -138,11 +138,16 @@ def _raise_failures(groups: list[_Group]) -> None:
     """Raise GroupsFailedError if a group failed; groups failing alike share one mention.
 
     A damaged input batch is raised as it is: rerunning cannot help, registering the data
-    again does (its message says so).
+    again does (its message says so). So is an I/O error that stopped every failed group
+    alike (a full disk): its message names the store and says what to do.
     """
-    for g in groups:
-        if isinstance(error := g.error(), DamagedBatchError):
+    errors = [error for g in groups if (error := g.error()) is not None]
+    for error in errors:
+        if isinstance(error, DamagedBatchError):
             raise error
+    if errors and all(isinstance(e, OSError) and e.errno and e.errno == errors[0].errno
+                      for e in errors):
+        raise errors[0]  # the same I/O failure everywhere (a full disk): say it once
     failures: dict[str, list[tuple[int, str]]] = {}
     for g in groups:
         if (message := g.failure()) is not None:

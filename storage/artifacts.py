@@ -21,7 +21,7 @@ from storage import _codecs, faults
 from storage._names import validate_kind, validate_name
 from storage._version import FORMAT_VERSION, __version__
 from storage.backend import META_FILE, QUARANTINE, RECORDS
-from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, StoreWriteError
+from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, write_error
 from storage.refs import ArtifactRef, RefLike, as_ref, utc_now
 
 __all__ = ["ArtifactsMixin"]
@@ -119,19 +119,9 @@ class ArtifactsMixin:
                 meta,
             )
         except OSError as e:
-            raise self._write_error(e, f"artifact {kind}/{key}") from e
+            raise write_error(e, f"artifact {kind}/{key}", self.url) from e
         faults.fault_point(f"published:{kind}")
         return ArtifactRef(kind, key, fmt)
-
-    def _write_error(self, e: OSError, what: str) -> StoreWriteError:
-        """A write failure (a full disk, no permission...) as one line naming what and where."""
-        if isinstance(e, StoreWriteError):
-            return e
-        return StoreWriteError(
-            e.errno,
-            f"{e.strerror or e} while writing {what} to store {self.url}; nothing of it was "
-            f"stored (fix the cause, e.g. free space, and rerun the same command)",
-        )
 
     def get(self, ref: RefLike, *, mmap: bool = False) -> Any:
         """Load an artifact after verifying its size and sha256.

@@ -12,6 +12,7 @@ __all__ = [
     "DamagedBatchError",
     "RecordConflictError",
     "StoreWriteError",
+    "write_error",
 ]
 
 
@@ -118,3 +119,14 @@ class StoreWriteError(OSError):
 
     def __str__(self) -> str:
         return str(self.strerror or super().__str__())
+
+
+def write_error(e: OSError, what: str, store: str) -> StoreWriteError:
+    """A failed write (a full disk, no permission...) as one line naming what and where."""
+    if isinstance(e, StoreWriteError):
+        return e
+    return StoreWriteError(
+        e.errno,
+        f"{e.strerror or e} while writing {what} to store {store}; nothing of it was stored "
+        f"(fix the cause, e.g. free space, and rerun the same command)",
+    )

@@ -16,11 +16,16 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from storage import _codecs
+from storage import _codecs, faults
 from storage._names import validate_kind, validate_name
 from storage._version import FORMAT_VERSION, __version__
 from storage.backend import QUARANTINE, RECORDS
-from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, RecordConflictError
+from storage.errors import (
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+    RecordConflictError,
+    write_error,
+)
 from storage.refs import utc_now
 
 __all__ = ["RecordsMixin"]
@@ -115,7 +120,12 @@ class RecordsMixin:
                 "data": payload,
             }
             body = json.dumps(envelope, sort_keys=True, indent=1, ensure_ascii=False).encode()
-            if self._create_exclusive(f"{rel_dir}/v{version:06d}.json", body):
+            try:
+                faults.fault_point(f"record:{kind}")
+                created = self._create_exclusive(f"{rel_dir}/v{version:06d}.json", body)
+            except OSError as e:
+                raise write_error(e, f"record {kind}/{name}", self.url) from e
+            if created:
                 return version
             found = self.record_version(kind, name)
             found = max(found, version)
