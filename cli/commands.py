@@ -168,7 +168,7 @@ def cmd_show(args: argparse.Namespace, output: Output) -> None:
 
 def _check_labels(store: Any, record: dict[str, Any], output: Output) -> None:
     """Make sure the run's labels table is readable: rebuild it if it can, else say how."""
-    reason = labels_damage(store, record)
+    reason = labels_damage(store, record) if record.get("labels") else None
     if reason is None:
         return
     if not rebuild_labels(store, record):

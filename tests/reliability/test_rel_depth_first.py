@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 import pytest
-from reliability_kit import ANCHORS, K, SEED, counts, labels_of, make_data, one_json, run_cli
+from reliability_kit import ANCHORS, SEED, K, counts, labels_of, make_data, one_json, run_cli
 
 import fastmice
 from pipeline.keys import BASE_LABELS

@@ -82,7 +82,7 @@ def _artifact(store_dir, store, kind, key=None):
 
 
 def test_a_corrupt_run_record_hides_only_that_run(copy, prefect_api, capfd, battery):
-    store_dir, store, first, second = copy
+    store_dir, _, first, second = copy
     flip_byte(_record_file(store_dir, second), 200)
     status, out, err = _main(capfd, "runs", "--store", store_dir, "--json")
     listed = [r["run_id"] for r in one_json(out)["runs"]]
@@ -104,7 +104,7 @@ def test_a_corrupt_run_record_hides_only_that_run(copy, prefect_api, capfd, batt
 
 
 def test_a_truncated_run_record_is_reported_by_show(copy, capfd, battery):
-    store_dir, store, first, second = copy
+    store_dir, _, first, second = copy
     _record_file(store_dir, first).write_bytes(b"")
     status, out, err = _main(capfd, "show", first, "--store", store_dir)
     line = err[-1] if err else ""
@@ -187,7 +187,7 @@ def test_corrupt_labels_are_rebuilt_by_show(copy, capfd, battery):
     expected = labels_of(store, first)
     record = store.read_record(RUN, first)
     flip_byte(_artifact(store_dir, store, LABELS, record["labels"]["key"]))
-    status, out, err = _main(capfd, "show", first, "--store", store_dir)
+    status, _, err = _main(capfd, "show", first, "--store", store_dir)
     ok = (status == 0 and len(err) == 2 and "rebuilt from the stored consensus" in err[1]
           and np.array_equal(labels_of(store, first), expected))
     battery.record("heal", "a corrupt labels table: `fastmice show RUN`",
