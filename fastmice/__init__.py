@@ -11,8 +11,9 @@ from fastmice._estimator import FastMICE, fast_mice
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._params import EnsembleParams, resolve_seed
 from fastmice._specs import ViewGroupSpec, draw_view_groups
+from fastmice._stages import record_stages, stage
 from fastmice._tcut import BipartitePartition, partition_bipartite_graph
-from fastmice._validation import check_views
+from fastmice._validation import check_views, is_row_reader
 
 __version__ = "0.1.0"
 
@@ -44,8 +45,11 @@ __all__ = [
     "datasets",
     "draw_view_groups",
     "fast_mice",
+    "is_row_reader",
     "metrics",
     "partition_bipartite_graph",
+    "record_stages",
     "resolve_seed",
+    "stage",
     "transform_group_graph",
 ]

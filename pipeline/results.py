@@ -49,6 +49,15 @@ class GroupOutcome:
                 "computed": self.computed}
 
 
+def _stages(groups: list[GroupOutcome], consensus: dict[str, Any]) -> dict[str, float]:
+    """Seconds per stage, summed over every task of the run (thread-seconds)."""
+    total: dict[str, float] = {}
+    for result in [*(t for g in groups for t in (g.graph, *g.rows, g.base)), consensus]:
+        for stage, seconds in result.get("seconds", {}).items():
+            total[stage] = total.get(stage, 0.0) + seconds
+    return {stage: round(seconds, 3) for stage, seconds in sorted(total.items())}
+
+
 def _work(groups: list[GroupOutcome], consensus: dict[str, Any]) -> dict[str, Any]:
     rows = [r["computed"] for g in groups for r in g.rows]
     return {"graphs_built": sum(g.graph["computed"] for g in groups),
@@ -95,6 +104,7 @@ def run_record(plan: Plan, run_id: str, store_url: str, groups: list[GroupOutcom
         "consensus": consensus["consensus"],
         "timings": {"groups": round(groups_seconds, 3),
                     "consensus": round(time.time() - started - groups_seconds, 3)},
+        "stages": _stages(groups, consensus),
         "code_version": fastmice.CODE_VERSION,
         "fastmice_version": fastmice.__version__,
     }
@@ -139,7 +149,10 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
                 "root_seed": record["root_seed"], "code_version": fastmice.CODE_VERSION}
     table = labels_table(datasets.load_ids(data["name"], batches=batch_ids), {"label": labels},
                          metadata)
-    ref = store.put(LABELS, labels_key(record["consensus"]["key"], data), table)
+    with fastmice.record_stages(this_thread=True) as seconds, fastmice.stage("write"):
+        ref = store.put(LABELS, labels_key(record["consensus"]["key"], data), table)
+    stages = dict(record.get("stages", {}))
+    stages["write"] = round(stages.get("write", 0.0) + seconds["write"], 3)
     truth = _ground_truth(datasets, data["name"], batch_ids)
     path = store.local_path(ref)
     record = {
@@ -148,6 +161,7 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
         "labels_path": str(path) if path is not None else f"{store.url}#{LABELS}/{ref.key}",
         "scores": None if truth is None else fastmice.metrics.clustering_scores(truth, labels),
         "cluster_sizes": np.bincount(labels, minlength=record["n_clusters"]).tolist(),
+        "stages": stages,
         "finished": utc_now(),
         "seconds": round(time.time() - record["started_unix"], 3),
     }

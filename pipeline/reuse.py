@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import fastmice
+
 __all__ = ["stored_or_computed", "stored_refs"]
 
 Outputs = Sequence[tuple[str, str]]
@@ -39,7 +41,8 @@ def stored_or_computed(store: Any, outputs: Outputs,
         The artifacts the step writes. They are written in this order, so the last one
         marks a finished step (a base clustering's labels, say).
     compute : callable
-        ``compute()`` returns the objects to store, one per output, in the same order.
+        ``compute()`` returns the objects to store, one per output, in the same order. The
+        writes are timed as the stage ``"write"`` (:func:`fastmice.record_stages`).
 
     Returns
     -------
@@ -52,6 +55,7 @@ def stored_or_computed(store: Any, outputs: Outputs,
     if refs is not None:
         return refs, False
     objects = compute()
-    refs = [store.put(kind, key, obj).to_dict()
-            for (kind, key), obj in zip(outputs, objects, strict=True)]
+    with fastmice.stage("write"):
+        refs = [store.put(kind, key, obj).to_dict()
+                for (kind, key), obj in zip(outputs, objects, strict=True)]
     return refs, True

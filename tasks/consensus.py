@@ -67,22 +67,26 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
     Returns
     -------
     ref : dict
-        ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed``.
+        ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed`` and
+        ``seconds`` (per stage, :func:`fastmice.record_stages`).
     """
     store = open_store(store_url)
     ensemble = fastmice.EnsembleParams.from_dict(params)
     key = base_key(group_row_keys(anchor_data, data, ensemble, spec), spec)
 
     def compute() -> list[Any]:
-        pieces = [store.get(ref) for ref in _row_refs(data, graph, rows)]
-        B = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
+        with fastmice.stage("read"):
+            pieces = [store.get(ref) for ref in _row_refs(data, graph, rows)]
+            B = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
         partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec))
         return [partition.to_arrays(), np.asarray(partition.labels_)]
 
-    (partition, labels), computed = stored_or_computed(
-        store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
+    with fastmice.record_stages(this_thread=True) as seconds:
+        (partition, labels), computed = stored_or_computed(
+            store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
     return {"group": spec["group_index"], "labels": labels, "partition": partition,
-            "n_base_clusters": spec["n_base_clusters"], "computed": computed}
+            "n_base_clusters": spec["n_base_clusters"], "computed": computed,
+            "seconds": seconds}
 
 
 @task(name="consensus", **TASK_OPTIONS)
@@ -103,16 +107,18 @@ def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any
     Returns
     -------
     ref : dict
-        ``consensus`` (ref) and ``computed``.
+        ``consensus`` (ref), ``computed`` and ``seconds`` (per stage).
     """
     store = open_store(store_url)
     ensemble = fastmice.EnsembleParams.from_dict(params)
     key = consensus_key([b["labels"]["key"] for b in bases], ensemble)
 
     def compute() -> list[Any]:
-        base_labels = np.column_stack([store.get(b["labels"]) for b in bases])
+        with fastmice.stage("read"):
+            base_labels = np.column_stack([store.get(b["labels"]) for b in bases])
         return [fastmice.consensus_partition(base_labels, ensemble.n_clusters,
                                              seed=ensemble.root_seed).to_arrays()]
 
-    refs, computed = stored_or_computed(store, [(CONSENSUS, key)], compute)
-    return {"consensus": refs[0], "computed": computed}
+    with fastmice.record_stages(this_thread=True) as seconds:
+        refs, computed = stored_or_computed(store, [(CONSENSUS, key)], compute)
+    return {"consensus": refs[0], "computed": computed, "seconds": seconds}
