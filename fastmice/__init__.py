@@ -9,6 +9,7 @@ pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_gr
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
 from fastmice._estimator import FastMICE, fast_mice
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._memory import MemoryEstimate, estimate_memory
 from fastmice._params import EnsembleParams, resolve_seed
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._stages import record_stages, stage
@@ -36,6 +37,7 @@ __all__ = [
     "EnsembleParams",
     "FastMICE",
     "GroupAnchors",
+    "MemoryEstimate",
     "ViewGroupSpec",
     "__version__",
     "build_group_graph",
@@ -44,6 +46,7 @@ __all__ = [
     "consensus_partition",
     "datasets",
     "draw_view_groups",
+    "estimate_memory",
     "fast_mice",
     "is_row_reader",
     "metrics",

@@ -84,7 +84,8 @@ def _submit_groups(store_url: str, plan: Plan, params: dict[str, Any],
     graphs = [build_graph.submit(store_url, plan.anchor_data, params, spec) for spec in specs]
     rows = [[transform_graph.submit(store_url, plan.anchor_data, params, spec, batch, graph)
              for batch in later] for spec, graph in zip(specs, graphs, strict=True)]
-    bases = [base_cluster.submit(store_url, plan.anchor_data, plan.data, params, spec, graph, r)
+    bases = [base_cluster.submit(store_url, plan.anchor_data, plan.data, params, spec, graph, r,
+                                 plan.warm_partition(spec["group_index"]))
              for spec, graph, r in zip(specs, graphs, rows, strict=True)]
     return [_Group(spec["group_index"], *futures)
             for spec, *futures in zip(specs, graphs, rows, bases, strict=True)]
@@ -149,7 +150,8 @@ def run_plan(store_url: str, plan: Plan, run_name: str | None = None) -> dict:
               f"fastmice {plan.kind} {run_id}: {n_groups} view groups")
     groups_seconds = time.time() - started
     outcomes = [group.outcome() for group in groups]
-    agreed = consensus(store_url, [outcome.base for outcome in outcomes], params)
+    agreed = consensus(store_url, [outcome.base for outcome in outcomes], params,
+                       plan.warm_start and plan.warm_start["consensus"])
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,
                                                  started, created, groups_seconds), plan.data)
     report_run(record)
@@ -228,13 +230,15 @@ def extend_flow(run_id: str, n_groups: int, store_url: str | None = None,
 
 @flow(name="fastmice-recluster", flow_run_name="recluster-{dataset}", task_runner=task_runner())
 def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: bool = False,
-                   run_name: str | None = None, n_jobs: int | None = None) -> dict:
+                   run_name: str | None = None, n_jobs: int | None = None,
+                   from_scratch: bool = False) -> dict:
     """Relabel every sample of ``dataset`` with its latest ensemble after new batches arrived.
 
     Graph rows of the old batches are reused; the new batches are placed with the anchors the
-    ensemble was created with (or, with ``refresh_anchors``, new anchors are drawn from every
-    batch, which recomputes everything); the base clusterings and the consensus are
-    recomputed over all samples.
+    ensemble was created with; the base clusterings and the consensus are refined over all
+    samples from the latest run's (a warm start). With ``from_scratch`` they are computed
+    anew instead; with ``refresh_anchors`` new anchors are drawn from every batch, which
+    recomputes everything (as a fresh run on the union).
 
     Parameters
     ----------
@@ -244,6 +248,7 @@ def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: 
     run_name : str, optional
     n_jobs : int, optional
         Replaces the latest run's (see :func:`cluster_flow`).
+    from_scratch : bool, default=False
 
     Returns
     -------
@@ -251,5 +256,5 @@ def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: 
         As for :func:`cluster_flow`.
     """
     store = open_store(store_url)
-    plan = plan_recluster(store, dataset, refresh_anchors, n_jobs)
+    plan = plan_recluster(store, dataset, refresh_anchors, n_jobs, from_scratch)
     return run_plan(store.url, plan, run_name)

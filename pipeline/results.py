@@ -98,6 +98,7 @@ def run_record(plan: Plan, run_id: str, store_url: str, groups: list[GroupOutcom
         "n_samples": data["n_samples"], "n_views": data["n_views"],
         "n_clusters": params.n_clusters, "n_groups": params.n_groups,
         "params": params.to_dict(), "root_seed": params.root_seed,
+        "warm_start": plan.warm_start,
         "groups_computed": computed, "groups_reused": params.n_groups - computed,
         "work": _work(groups, consensus),
         "groups": [g.entry() for g in groups],

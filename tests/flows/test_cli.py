@@ -248,9 +248,9 @@ SLOW_GROUPS = """
 import sys, time
 import fastmice
 real = fastmice.cluster_group
-def slow(B, spec):
+def slow(*args, **kwargs):
     time.sleep(0.6)
-    return real(B, spec)
+    return real(*args, **kwargs)
 fastmice.cluster_group = slow
 from cli.main import main
 sys.exit(main(sys.argv[1:]))

@@ -14,6 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from fastmice import (
     EnsembleParams,
+    _graphs,
     build_group_graph,
     cluster_group,
     consensus_partition,
@@ -22,7 +23,6 @@ from fastmice import (
     record_stages,
     stage,
 )
-from fastmice import _graphs
 from fastmice._eigen import column_graph_eigenvectors
 from fastmice._kmeans import litekmeans, lloyd_rounds, sampled_litekmeans
 from fastmice._rows import MatrixRows, TransferRows
