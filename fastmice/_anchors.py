@@ -91,6 +91,13 @@ class AnchorIndex:
         """Each anchor's neighbourhood's rows, shape (n_anchors, n_candidates, n_features)."""
         return np.take(self.anchors, self.neighborhoods, axis=0)  # faster than indexing
 
+    def candidate_rows(self, anchor: int, many_blocks: bool) -> np.ndarray:
+        """Rows of an anchor's neighbourhood: gathered once for every anchor when a view is
+        searched in many blocks, else gathered when asked (the gathers add up to less)."""
+        if many_blocks:
+            return self.neighborhood_rows[anchor]
+        return self.anchors[self.neighborhoods[anchor]]
+
     @cached_property
     def rep_members(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per rep-cluster: its anchors' indices, rows and squared norms."""
@@ -127,9 +134,14 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
     index : AnchorIndex
     """
     metric = "cosine" if cosine else "sqeuclidean"
-    _, anchors = litekmeans(candidates, n_anchors, metric=metric, max_iter=5, rng=rng)
+    dtype = candidates.dtype
+    # The anchors are approximate centres (5 rounds from random rows): float32 k-means finds
+    # them at twice the speed of float64; they are then kept in the view's precision.
+    _, anchors = litekmeans(candidates.astype(np.float32), n_anchors, metric=metric,
+                            max_iter=5, rng=rng)
     n_rep = max(1, math.isqrt(n_anchors))
     rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5, rng=rng)
+    anchors, rep_centers = anchors.astype(dtype), rep_centers.astype(dtype)
     neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
     anchor_distances = _distances(anchors, anchors, cosine)
     neighborhoods = np.argsort(anchor_distances, axis=1, kind="stable")[:, :neighborhood_size]
@@ -138,7 +150,8 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
 
 
 def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
-                           work: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                           work: np.ndarray | None = None,
+                           many_blocks: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Approximate nearest anchors of every row of ``X`` (coarse to fine).
 
     Each row's nearest rep-cluster centre; its nearest anchor among that rep-cluster's
@@ -156,6 +169,8 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
     work : ndarray, optional
         A dense buffer of at least ``X``'s shape and dtype to sort the rows into (reused
         from block to block, it spares the allocation).
+    many_blocks : bool, default=False
+        ``X`` is one of many blocks of a view: gather every anchor's neighbourhood once.
 
     Returns
     -------
@@ -183,14 +198,14 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
         rows = slice(bounds[rep], bounds[rep + 1])
         within, found, found_dist = _search_rep(
             X_sorted[rows], None if sq_sorted is None else sq_sorted[rows], index, rep,
-            n_neighbors)
+            n_neighbors, many_blocks)
         positions = order[rows][within]
         indices[positions], distances[positions] = found, found_dist
     return indices, distances
 
 
 def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
-                n_neighbors: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                n_neighbors: int, many_blocks: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The search for rows whose nearest rep-cluster is ``rep``.
 
     Returns the rows' order (by nearest anchor) and, in that order, their neighbours'
@@ -206,7 +221,8 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
     ends = np.append(starts[1:], len(nearest))
     for anchor, first, last in zip(members, starts, ends, strict=True):
         if first < last:
-            products[first:last] = X_sorted[first:last] @ index.neighborhood_rows[anchor].T
+            products[first:last] = X_sorted[first:last] @ index.candidate_rows(
+                anchor, many_blocks).T
     dist = _finish_distances(products, index.cosine, None if x_sq is None else x_sq[order],
                              index.anchor_sq_norms[candidates])
     best = _smallest(dist, n_neighbors)

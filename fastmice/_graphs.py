@@ -121,9 +121,10 @@ def _search_view(X, columns: np.ndarray, index: AnchorIndex,
     if not sp.issparse(X):
         gathered = np.empty((rows, len(columns)), dtype=X.dtype)
         work = np.empty_like(gathered)
+    many_blocks = X.shape[0] > rows
     parts = [search_nearest_anchors(
-        _restrict(X, columns, slice(start, start + rows), gathered), index, n_neighbors, work)
-        for start in range(0, X.shape[0], rows)]
+        _restrict(X, columns, slice(start, start + rows), gathered), index, n_neighbors, work,
+        many_blocks) for start in range(0, X.shape[0], rows)]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
 
