@@ -28,7 +28,7 @@ import numpy as np
 YTF_DIMS = (944, 576, 512, 640)
 PEER_DIMS = (256, 128, 64, 32)
 _BLOCK = 65_536
-_FORMAT = "fastmice-scale-data/1"
+_FORMAT = "fastmice-scale-data/2"
 
 
 def _labels(n_samples: int, n_clusters: int, seed: int) -> np.ndarray:
@@ -124,16 +124,19 @@ def paired_views(n_samples: int, n_clusters: int = 20, dims: Sequence[int] = PEE
 
 
 def write_views_dir(directory: Path, kind: str, n_samples: int, n_clusters: int, *,
-                    seed: int = 0, dtype: str = "float32") -> tuple[Path, float]:
+                    seed: int = 0, dtype: str = "float32",
+                    rows: tuple[int, int] | None = None) -> tuple[Path, float]:
     """Write ``view{v}.npy`` and ``labels.npy`` block by block, unless already there.
 
-    Peak memory is one block of rows, whatever ``n_samples``. Returns the folder and the
-    seconds spent (0.0 when the same set was already written).
+    ``rows=(start, stop)`` writes only those rows of the ``n_samples``-row set (e.g. a
+    first batch and a later one). Peak memory is one block of rows, whatever the size.
+    Returns the folder and the seconds spent (0.0 when the same set was already written).
     """
     block, dims = {"latent": (latent_views_block, YTF_DIMS),
                    "paired": (paired_views_block, PEER_DIMS)}[kind]
+    start, stop = rows or (0, n_samples)
     meta = {"format": _FORMAT, "kind": kind, "n_samples": n_samples, "n_clusters": n_clusters,
-            "dims": list(dims), "seed": seed, "dtype": dtype}
+            "dims": list(dims), "seed": seed, "dtype": dtype, "rows": [start, stop]}
     meta_path = directory / "meta.json"
     if meta_path.exists() and json.loads(meta_path.read_text()) == meta:
         return directory, 0.0
@@ -142,15 +145,16 @@ def write_views_dir(directory: Path, kind: str, n_samples: int, n_clusters: int,
     meta_path.unlink(missing_ok=True)
     y = _labels(n_samples, n_clusters, seed)
     files = [np.lib.format.open_memmap(directory / f"view{v}.npy", mode="w+", dtype=dtype,
-                                       shape=(n_samples, d)) for v, d in enumerate(dims)]
-    for start in range(0, n_samples, _BLOCK):
-        stop = min(start + _BLOCK, n_samples)
-        parts = block(start, stop, y, n_clusters, dims, seed=seed, dtype=np.dtype(dtype))
+                                       shape=(stop - start, d)) for v, d in enumerate(dims)]
+    for first in range(start - start % _BLOCK, stop, _BLOCK):
+        last = min(first + _BLOCK, n_samples)
+        parts = block(first, last, y, n_clusters, dims, seed=seed, dtype=np.dtype(dtype))
+        lo, hi = max(first, start), min(last, stop)
         for out, part in zip(files, parts, strict=True):
-            out[start:stop] = part
-    for out in files:
-        out.flush()
+            out[lo - start:hi - start] = part[lo - first:hi - first]
+        for out in files:
+            out.flush()  # written pages go to the page cache, not this process
     del files
-    np.save(directory / "labels.npy", y)
+    np.save(directory / "labels.npy", y[start:stop])
     meta_path.write_text(json.dumps(meta))
     return directory, time.perf_counter() - started

@@ -20,6 +20,7 @@ from pipeline.ingest import default_dataset_name, read_data, register_batch
 from pipeline.keys import RUN
 from pipeline.params import ensemble_params
 from pipeline.plans import plan_extend, plan_recluster
+from pipeline.resources import check_memory, parse_size
 from pipeline.results import export_labels, labels_damage, rebuild_labels
 from pipeline.runs import list_runs, new_run_id, read_run, run_summary
 from storage import DatasetStore, open_store, validate_name
@@ -50,6 +51,13 @@ def _checked(check: Any, *args: Any, **kwargs: Any) -> Any:
         raise CommandError(option_names(str(exc))) from None
 
 
+def _check_memory(args: argparse.Namespace, params: Any, n_samples: int, n_features: list[int],
+                  itemsize: int = 8) -> None:
+    """Refuse a run that would not fit in memory (before anything is written)."""
+    limit = None if args.memory_limit is None else _checked(parse_size, args.memory_limit)
+    check_memory(params, n_samples, n_features, itemsize=itemsize, limit=limit)
+
+
 def _finish(store: Any, summary: dict[str, Any], out: Path | None, output: Output) -> None:
     """Copy the labels to ``--out`` (labels_path then points there) and print the summary."""
     if out is not None:
@@ -71,7 +79,9 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
                 raise CommandError("--k is required: the data carry no labels to count the "
                                    "classes of.")
             values["n_clusters"] = len(set(labels.tolist()))
-        _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
+        params = _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
+        _check_memory(args, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
+                      max(X.dtype.itemsize for X in Xs))
         check_dask(args.dask)
         if args.run_name is not None:
             new_run_id(store, name, args.run_name)
@@ -89,7 +99,8 @@ def cmd_extend(args: argparse.Namespace, output: Output) -> None:
     """Add view groups to a run's ensemble, as a new run."""
     out = _check_out(args.out)
     store = open_store(args.store)
-    _checked(plan_extend, store, args.run, args.groups, args.n_jobs)
+    plan = _checked(plan_extend, store, args.run, args.groups, args.n_jobs)
+    _check_memory(args, plan.params, plan.data["n_samples"], plan.data["n_features"])
     check_dask(args.dask)
     with output.redirected():
         summary = run_flow("extend_flow", output, args.n_jobs, args.dask, run_id=args.run,
@@ -101,14 +112,17 @@ def cmd_recluster(args: argparse.Namespace, output: Output) -> None:
     """Relabel every sample of a dataset with its latest ensemble."""
     out = _check_out(args.out)
     store = open_store(args.store)
-    _checked(plan_recluster, store, args.dataset, args.refresh_anchors, args.n_jobs)
+    plan = _checked(plan_recluster, store, args.dataset, args.refresh_anchors, args.n_jobs,
+                    args.from_scratch)
+    _check_memory(args, plan.params, plan.data["n_samples"], plan.data["n_features"])
     if args.run_name is not None:
         new_run_id(store, args.dataset, args.run_name)
     check_dask(args.dask)
     with output.redirected():
         summary = run_flow("recluster_flow", output, args.n_jobs, args.dask,
                            dataset=args.dataset, store_url=store.url,
-                           refresh_anchors=args.refresh_anchors, run_name=args.run_name)
+                           refresh_anchors=args.refresh_anchors, run_name=args.run_name,
+                           from_scratch=args.from_scratch)
         _finish(store, summary, out, output)
 
 

@@ -57,6 +57,10 @@ def _common(parser: argparse.ArgumentParser, *, runs_flow: bool = False) -> None
         parser.add_argument("--out", metavar="PATH",
                             help="also write the labels (sample_id, label) to this .parquet "
                                  "or .csv file")
+        parser.add_argument("--memory-limit", metavar="SIZE",
+                            help="most memory the run may use, e.g. 8G (default: the memory "
+                                 "free now); a run estimated to need more is refused before "
+                                 "anything is written")
     parser.add_argument("--json", action="store_true",
                         help="print exactly one JSON object on stdout")
     parser.add_argument("--verbose", action="store_true", help="show Prefect's logs")
@@ -102,12 +106,16 @@ def _add_append(sub: argparse._SubParsersAction) -> None:
 def _add_recluster(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recluster", help="relabel a dataset after new batches arrived",
                        description="Cluster every sample of DATASET with its latest "
-                                   "ensemble: the old batches' graph rows are reused and new "
+                                   "ensemble: the old batches' graph rows are reused, new "
                                    "batches are placed with the ensemble's anchors (or new "
-                                   "anchors with --refresh-anchors).")
+                                   "anchors with --refresh-anchors), and the base clusterings "
+                                   "and the consensus are refined from the latest run's.")
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("--refresh-anchors", action="store_true",
                    help="draw new anchors from every batch (recomputes every group)")
+    p.add_argument("--from-scratch", action="store_true",
+                   help="compute the base clusterings and the consensus anew instead of "
+                        "refining the latest run's")
     p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
     _finish(p, commands.cmd_recluster, runs_flow=True, jobs=True)
 

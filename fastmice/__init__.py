@@ -9,10 +9,12 @@ pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_gr
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
 from fastmice._estimator import FastMICE, fast_mice
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._memory import MemoryEstimate, estimate_memory
 from fastmice._params import EnsembleParams, resolve_seed
 from fastmice._specs import ViewGroupSpec, draw_view_groups
+from fastmice._stages import record_stages, stage
 from fastmice._tcut import BipartitePartition, partition_bipartite_graph
-from fastmice._validation import check_views
+from fastmice._validation import check_views, is_row_reader
 
 __version__ = "0.1.0"
 
@@ -26,7 +28,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'fastmice' has no attribute {name!r}")
 
 # Bumped whenever a change alters the numbers any step computes; part of every artifact key.
-CODE_VERSION = "3"
+CODE_VERSION = "4"
 
 __all__ = [
     "CODE_VERSION",
@@ -35,6 +37,7 @@ __all__ = [
     "EnsembleParams",
     "FastMICE",
     "GroupAnchors",
+    "MemoryEstimate",
     "ViewGroupSpec",
     "__version__",
     "build_group_graph",
@@ -43,9 +46,13 @@ __all__ = [
     "consensus_partition",
     "datasets",
     "draw_view_groups",
+    "estimate_memory",
     "fast_mice",
+    "is_row_reader",
     "metrics",
     "partition_bipartite_graph",
+    "record_stages",
     "resolve_seed",
+    "stage",
     "transform_group_graph",
 ]

@@ -87,6 +87,18 @@ class AnchorIndex:
         return np.einsum("ij,ij->i", self.anchors, self.anchors)
 
     @cached_property
+    def neighborhood_rows(self) -> np.ndarray:
+        """Each anchor's neighbourhood's rows, shape (n_anchors, n_candidates, n_features)."""
+        return np.take(self.anchors, self.neighborhoods, axis=0)  # faster than indexing
+
+    def candidate_rows(self, anchor: int, many_blocks: bool) -> np.ndarray:
+        """Rows of an anchor's neighbourhood: gathered once for every anchor when a view is
+        searched in many blocks, else gathered when asked (the gathers add up to less)."""
+        if many_blocks:
+            return self.neighborhood_rows[anchor]
+        return self.anchors[self.neighborhoods[anchor]]
+
+    @cached_property
     def rep_members(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Per rep-cluster: its anchors' indices, rows and squared norms."""
         members = [np.flatnonzero(self.rep_labels == rep) for rep in range(len(self.rep_centers))]
@@ -122,9 +134,14 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
     index : AnchorIndex
     """
     metric = "cosine" if cosine else "sqeuclidean"
-    _, anchors = litekmeans(candidates, n_anchors, metric=metric, max_iter=5, rng=rng)
+    dtype = candidates.dtype
+    # The anchors are approximate centres (5 rounds from random rows): float32 k-means finds
+    # them at twice the speed of float64; they are then kept in the view's precision.
+    _, anchors = litekmeans(candidates.astype(np.float32), n_anchors, metric=metric,
+                            max_iter=5, rng=rng)
     n_rep = max(1, math.isqrt(n_anchors))
     rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5, rng=rng)
+    anchors, rep_centers = anchors.astype(dtype), rep_centers.astype(dtype)
     neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
     anchor_distances = _distances(anchors, anchors, cosine)
     neighborhoods = np.argsort(anchor_distances, axis=1, kind="stable")[:, :neighborhood_size]
@@ -132,21 +149,28 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
                        neighborhoods.astype(np.int64), cosine)
 
 
-def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
-                           ) -> tuple[np.ndarray, np.ndarray]:
+def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
+                           work: np.ndarray | None = None,
+                           many_blocks: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Approximate nearest anchors of every row of ``X`` (coarse to fine).
 
     Each row's nearest rep-cluster centre; its nearest anchor among that rep-cluster's
     anchors; then its ``n_neighbors`` nearest among that anchor's neighbourhood. Only those
-    distances are computed: the rows are grouped by rep-cluster, then by nearest anchor, and
-    each group is one matrix product. Meant for a block of some ten thousand rows (the caller
-    streams a view block by block): the more rows an anchor gets, the better the products.
+    distances are computed: the rows are sorted by rep-cluster (one product with its anchors
+    each), then, within it, by nearest anchor (one product with its neighbourhood each).
+    Meant for a block of some ten thousand rows (the caller streams a view block by block):
+    the more rows an anchor gets, the better the products.
 
     Parameters
     ----------
     X : ndarray or csr_matrix of shape (n_samples, n_features)
     index : AnchorIndex
     n_neighbors : int
+    work : ndarray, optional
+        A dense buffer of at least ``X``'s shape and dtype to sort the rows into (reused
+        from block to block, it spares the allocation).
+    many_blocks : bool, default=False
+        ``X`` is one of many blocks of a view: gather every anchor's neighbourhood once.
 
     Returns
     -------
@@ -155,45 +179,55 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int
     distances : ndarray of shape (n_samples, n_neighbors)
         Euclidean distances (not squared), or 1 - cos.
     """
+    n_samples = X.shape[0]
     n_neighbors = min(n_neighbors, index.neighborhoods.shape[1])
     if index.cosine:
         X = normalize_rows(X)
     x_sq = None if index.cosine else row_sq_norms(X)
     nearest_rep = np.argmin(_distances(X, index.rep_centers, index.cosine, x_sq), axis=1)
-    nearest = np.empty(X.shape[0], dtype=np.int64)
-    for rep, rows in _groups(nearest_rep, len(index.rep_centers)):
-        members, anchors, sq_norms = index.rep_members[rep]
-        dist = _distances(X[rows], anchors, index.cosine, None if x_sq is None else x_sq[rows],
-                          sq_norms)
-        nearest[rows] = members[np.argmin(dist, axis=1)]
-    # Rows sorted by nearest anchor: each anchor's rows are one slice, one product with its
-    # neighbourhood.
+    order = np.argsort(nearest_rep, kind="stable")
+    if sp.issparse(X) or work is None:
+        X_sorted = X[order]
+    else:
+        X_sorted = np.take(X, order, axis=0, out=work[:n_samples], mode="clip")
+    sq_sorted = None if x_sq is None else x_sq[order]
+    bounds = np.searchsorted(nearest_rep[order], np.arange(len(index.rep_centers) + 1))
+    indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
+    distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
+    for rep in np.flatnonzero(np.diff(bounds)):
+        rows = slice(bounds[rep], bounds[rep + 1])
+        within, found, found_dist = _search_rep(
+            X_sorted[rows], None if sq_sorted is None else sq_sorted[rows], index, rep,
+            n_neighbors, many_blocks)
+        positions = order[rows][within]
+        indices[positions], distances[positions] = found, found_dist
+    return indices, distances
+
+
+def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
+                n_neighbors: int, many_blocks: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The search for rows whose nearest rep-cluster is ``rep``.
+
+    Returns the rows' order (by nearest anchor) and, in that order, their neighbours'
+    indices and distances.
+    """
+    members, anchors, sq_norms = index.rep_members[rep]
+    nearest = np.argmin(_distances(X, anchors, index.cosine, x_sq, sq_norms), axis=1)
     order = np.argsort(nearest, kind="stable")
-    X_sorted, nearest_sorted = X[order], nearest[order]
-    candidates = index.neighborhoods[nearest_sorted]
-    products = np.empty(candidates.shape, dtype=np.result_type(X.dtype, index.anchors.dtype))
-    bounds = np.searchsorted(nearest_sorted, np.arange(len(index.anchors) + 1))
-    for anchor in np.flatnonzero(np.diff(bounds)):
-        block = slice(bounds[anchor], bounds[anchor + 1])
-        products[block] = X_sorted[block] @ index.anchors[index.neighborhoods[anchor]].T
-    distances = _finish_distances(products, index.cosine,
-                                  None if x_sq is None else x_sq[order],
-                                  index.anchor_sq_norms[candidates])
-    best = _smallest(distances, n_neighbors)
+    X_sorted, nearest = X[order], members[nearest[order]]
+    candidates = index.neighborhoods[nearest]
+    products = np.empty(candidates.shape, dtype=np.result_type(X.dtype, anchors.dtype))
+    starts = np.searchsorted(nearest, members)
+    ends = np.append(starts[1:], len(nearest))
+    for anchor, first, last in zip(members, starts, ends, strict=True):
+        if first < last:
+            products[first:last] = X_sorted[first:last] @ index.candidate_rows(
+                anchor, many_blocks).T
+    dist = _finish_distances(products, index.cosine, None if x_sq is None else x_sq[order],
+                             index.anchor_sq_norms[candidates])
+    best = _smallest(dist, n_neighbors)
     within = np.arange(len(order))[:, None]
-    out_indices = np.empty((len(order), n_neighbors), dtype=np.int64)
-    out_distances = np.empty((len(order), n_neighbors), dtype=np.float64)
-    out_indices[order] = candidates[within, best]
-    out_distances[order] = distances[within, best]
-    return out_indices, out_distances
-
-
-def _groups(labels: np.ndarray, n_labels: int):
-    """Yield ``(label, rows)`` for every label that has rows (rows in increasing order)."""
-    order = np.argsort(labels, kind="stable")
-    bounds = np.searchsorted(labels[order], np.arange(n_labels + 1))
-    for label in np.flatnonzero(np.diff(bounds)):
-        yield label, order[bounds[label]:bounds[label + 1]]
+    return order, candidates[within, best], dist[within, best]
 
 
 def _smallest(values: np.ndarray, k: int) -> np.ndarray:

@@ -91,26 +91,40 @@ def _member_columns(Xs: Sequence, spec: ViewGroupSpec, member: int) -> tuple[obj
     return X, columns
 
 
-def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray):
-    """Some rows of a view, restricted to the sampled columns (dense or CSR)."""
+def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
+              out: np.ndarray | None = None):
+    """Some rows of a view, restricted to the sampled columns (dense or CSR).
+
+    Dense rows are gathered a few thousand at a time, into ``out`` if given (a buffer reused
+    from block to block: a new block-sized array each time costs its page faults).
+    """
     if sp.issparse(X):
         return sp.csr_matrix(X[rows][:, columns])
     if not isinstance(rows, slice):
         return np.take(np.asarray(X[rows]), columns, axis=1)
     start, stop, _ = rows.indices(X.shape[0])
-    out = np.empty((stop - start, len(columns)), dtype=X.dtype)
+    if out is None:
+        out = np.empty((stop - start, len(columns)), dtype=X.dtype)
+    out = out[:stop - start]
     for first in range(start, stop, _GATHER_ROWS):
         last = min(first + _GATHER_ROWS, stop)
-        np.take(np.asarray(X[first:last]), columns, axis=1, out=out[first - start:last - start])
+        np.take(np.asarray(X[first:last]), columns, axis=1, out=out[first - start:last - start],
+                mode="clip")  # "clip": no bounds checks (valid indices), several times faster
     return out
 
 
 def _search_view(X, columns: np.ndarray, index: AnchorIndex,
                  n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`search_nearest_anchors` over every row of a view, block by block."""
+    rows = min(SEARCH_BLOCK_ROWS, X.shape[0])
+    gathered = work = None
+    if not sp.issparse(X):
+        gathered = np.empty((rows, len(columns)), dtype=X.dtype)
+        work = np.empty_like(gathered)
+    many_blocks = X.shape[0] > rows
     parts = [search_nearest_anchors(
-        _restrict(X, columns, slice(start, start + SEARCH_BLOCK_ROWS)), index, n_neighbors)
-        for start in range(0, X.shape[0], SEARCH_BLOCK_ROWS)]
+        _restrict(X, columns, slice(start, start + rows), gathered), index, n_neighbors, work,
+        many_blocks) for start in range(0, X.shape[0], rows)]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
 

@@ -10,7 +10,9 @@
 ['anchors', 'consensus', 'consensus/eigen']
 
 A stage entered inside another (in the same thread) is named after both. Stages running in
-several threads at once add up their own wall times (thread-seconds).
+several threads at once add up their own wall times (thread-seconds). A recorder opened with
+``this_thread=True`` sees only the stages of the thread that opened it (a pipeline task
+running beside others).
 Nothing is recorded, and the cost is one global read per stage, outside ``record_stages``.
 """
 
@@ -24,21 +26,28 @@ from contextlib import contextmanager
 __all__ = ["record_stages", "stage"]
 
 _lock = threading.Lock()
-_recorders: list[dict[str, float]] = []
+_recorders: list[tuple[dict[str, float], int | None]] = []
 _open = threading.local()
 
 
 @contextmanager
-def record_stages() -> Iterator[dict[str, float]]:
-    """Collect ``{stage: seconds}`` of every :func:`stage` entered in any thread meanwhile."""
+def record_stages(this_thread: bool = False) -> Iterator[dict[str, float]]:
+    """Collect ``{stage: seconds}`` of every :func:`stage` entered meanwhile.
+
+    Parameters
+    ----------
+    this_thread : bool, default=False
+        Only the stages of the calling thread (default: of every thread).
+    """
     seconds: dict[str, float] = {}
+    entry = (seconds, threading.get_ident() if this_thread else None)
     with _lock:
-        _recorders.append(seconds)
+        _recorders.append(entry)
     try:
         yield seconds
     finally:
         with _lock:
-            _recorders.remove(seconds)
+            _recorders.remove(entry)
 
 
 @contextmanager
@@ -56,6 +65,8 @@ def stage(name: str) -> Iterator[None]:
     finally:
         elapsed = time.perf_counter() - started
         _open.name = outer
+        thread = threading.get_ident()
         with _lock:
-            for seconds in _recorders:
-                seconds[full] = seconds.get(full, 0.0) + elapsed
+            for seconds, owner in _recorders:
+                if owner is None or owner == thread:
+                    seconds[full] = seconds.get(full, 0.0) + elapsed

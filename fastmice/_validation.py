@@ -11,11 +11,48 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_views"]
+__all__ = ["check_views", "is_row_reader"]
+
+
+#: Bytes of a dense view checked for NaN at a time (the check's temporaries stay this small).
+_CHECK_BYTES = 32 * 2**20
+
+
+def is_row_reader(X) -> bool:
+    """Whether ``X`` is a 2-D dense view read by rows on demand (not an ndarray).
+
+    Such a view (e.g. ``storage.NpyRows`` over a ``.npy`` file on disk) has ``shape``,
+    ``dtype``, ``ndim == 2`` and ``X[i:j]`` / ``X[rows]`` returning ndarrays; the algorithm
+    reads it block by block and never holds it whole.
+    """
+    return (not isinstance(X, np.ndarray) and not sp.issparse(X)
+            and getattr(X, "ndim", None) == 2 and hasattr(X, "dtype")
+            and hasattr(X, "shape") and hasattr(X, "__getitem__"))
+
+
+def _first_bad_rows(X) -> tuple[int, int | None]:
+    """Rows of a dense view with NaN or inf: their count and the first, read block by block."""
+    step = max(1, _CHECK_BYTES // max(1, X.shape[1] * np.dtype(X.dtype).itemsize))
+    count, first = 0, None
+    for start in range(0, X.shape[0], step):
+        bad = np.flatnonzero(~np.isfinite(np.asarray(X[start:start + step])).all(axis=1))
+        if bad.size and first is None:
+            first = start + int(bad[0])
+        count += bad.size
+    return count, first
+
+
+def _check_row_reader(X, view: str):
+    if np.dtype(X.dtype) not in (np.float32, np.float64):
+        raise TypeError(f"{view} is read from disk with dtype {X.dtype}; store it as float32 "
+                        f"or float64 (it is read by rows and cannot be converted on the fly).")
+    return X
 
 
 def _check_view(X, view: str):
-    if sp.issparse(X):
+    if is_row_reader(X):
+        X = _check_row_reader(X, view)
+    elif sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"{view} must be 2-D; got a sparse array of shape {X.shape}.")
         if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.iscomplexobj(X):
@@ -41,19 +78,21 @@ def _check_view(X, view: str):
                              f"{X.shape}.{hint}")
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)
-        values = X
     if X.shape[1] == 0:
         raise ValueError(f"{view} has no features (shape {X.shape}).")
     if X.shape[0] == 0:
         raise ValueError(f"{view} has no samples (shape {X.shape}).")
-    if not np.isfinite(values).all():
-        if sp.issparse(X):
+    if sp.issparse(X):
+        if not np.isfinite(values).all():
             bad_rows = np.unique(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[
                 ~np.isfinite(X.data)])
-        else:
-            bad_rows = np.flatnonzero(~np.isfinite(X).all(axis=1))
-        raise ValueError(f"{view} has {bad_rows.size} row(s) with NaN or infinite values "
-                         f"(first at row {bad_rows[0]}).")
+            raise ValueError(f"{view} has {bad_rows.size} row(s) with NaN or infinite values "
+                             f"(first at row {bad_rows[0]}).")
+        return X
+    count, first = _first_bad_rows(X)
+    if count:
+        raise ValueError(f"{view} has {count} row(s) with NaN or infinite values (first at "
+                         f"row {first}).")
     return X
 
 
@@ -72,10 +111,12 @@ def check_views(Xs, *, n_views: int | None = None, n_features: Sequence[int] | N
 
     Returns
     -------
-    Xs : list of ndarray or csr_matrix
+    Xs : list of ndarray, csr_matrix or row reader
         float32 views stay float32, other numeric views become float64; sparse views CSR.
+        A view read by rows from disk (:func:`is_row_reader`) is checked block by block and
+        returned as it is.
     """
-    if sp.issparse(Xs) or (isinstance(Xs, np.ndarray) and Xs.ndim == 2):
+    if sp.issparse(Xs) or (isinstance(Xs, np.ndarray) and Xs.ndim == 2) or is_row_reader(Xs):
         Xs = [Xs]
     if isinstance(Xs, np.ndarray | str | bytes) or not isinstance(Xs, Sequence):
         raise TypeError(f"Xs must be a list of views (arrays or sparse matrices); got "

@@ -72,7 +72,8 @@ class _Group:
                                             self.later[i - 1], self.futures[0])
         else:
             future = base_cluster.submit(store_url, plan.anchor_data, plan.data, params, spec,
-                                         self.futures[0], self.futures[1:])
+                                         self.futures[0], self.futures[1:],
+                                         plan.warm_partition(self.index))
         self.futures.append(future)
         return future
 

@@ -77,7 +77,8 @@ def run_plan(store_url: str, plan: Plan, run_name: str | None = None) -> dict:
     outcomes = run_groups(store_url, plan, params, specs, width,
                           f"fastmice {plan.kind} {run_id}: {n_groups} view groups")
     groups_seconds = time.time() - started
-    agreed = consensus(store_url, [outcome.base for outcome in outcomes], params)
+    agreed = consensus(store_url, [outcome.base for outcome in outcomes], params,
+                       plan.warm_start and plan.warm_start["consensus"])
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,
                                                  started, created, groups_seconds), plan.data)
     report_run(record)
@@ -156,13 +157,15 @@ def extend_flow(run_id: str, n_groups: int, store_url: str | None = None,
 
 @flow(name="fastmice-recluster", flow_run_name="recluster-{dataset}", task_runner=task_runner())
 def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: bool = False,
-                   run_name: str | None = None, n_jobs: int | None = None) -> dict:
+                   run_name: str | None = None, n_jobs: int | None = None,
+                   from_scratch: bool = False) -> dict:
     """Relabel every sample of ``dataset`` with its latest ensemble after new batches arrived.
 
     Graph rows of the old batches are reused; the new batches are placed with the anchors the
-    ensemble was created with (or, with ``refresh_anchors``, new anchors are drawn from every
-    batch, which recomputes everything); the base clusterings and the consensus are
-    recomputed over all samples.
+    ensemble was created with; the base clusterings and the consensus are refined over all
+    samples from the latest run's (a warm start). With ``from_scratch`` they are computed
+    anew instead; with ``refresh_anchors`` new anchors are drawn from every batch, which
+    recomputes everything (as a fresh run on the union).
 
     Parameters
     ----------
@@ -172,6 +175,7 @@ def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: 
     run_name : str, optional
     n_jobs : int, optional
         Replaces the latest run's (see :func:`cluster_flow`).
+    from_scratch : bool, default=False
 
     Returns
     -------
@@ -179,5 +183,5 @@ def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: 
         As for :func:`cluster_flow`.
     """
     store = open_store(store_url)
-    plan = plan_recluster(store, dataset, refresh_anchors, n_jobs)
+    plan = plan_recluster(store, dataset, refresh_anchors, n_jobs, from_scratch)
     return run_plan(store.url, plan, run_name)

@@ -143,14 +143,25 @@ def group_row_keys(anchor_data: Mapping[str, Any], data: Mapping[str, Any],
     return [rows_key(anchors, fp) for fp in _fingerprints(data)]
 
 
-def base_key(row_keys: Sequence[str], spec: Mapping[str, Any]) -> str:
-    """Key of a group's base clustering of the samples whose graph rows are ``row_keys``."""
-    return content_key(BASE_LABELS, list(row_keys), dict(spec), fastmice.CODE_VERSION)
+def _warm(init: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """The key part of a warm start: the partition started from (nothing for a cold start)."""
+    return [] if init is None else [{"warm_start": init["key"]}]
 
 
-def consensus_key(base_keys: Sequence[str], params: EnsembleParams) -> str:
-    """Key of the consensus of the base clusterings ``base_keys`` (in group order)."""
-    return content_key(CONSENSUS, list(base_keys), _params(params), fastmice.CODE_VERSION)
+def base_key(row_keys: Sequence[str], spec: Mapping[str, Any],
+             init: Mapping[str, Any] | None = None) -> str:
+    """Key of a group's base clustering of the samples whose graph rows are ``row_keys``
+    (started from the stored partition ``init``, if given)."""
+    return content_key(BASE_LABELS, list(row_keys), dict(spec), fastmice.CODE_VERSION,
+                       *_warm(init))
+
+
+def consensus_key(base_keys: Sequence[str], params: EnsembleParams,
+                  init: Mapping[str, Any] | None = None) -> str:
+    """Key of the consensus of the base clusterings ``base_keys`` (in group order; started
+    from the stored consensus ``init``, if given)."""
+    return content_key(CONSENSUS, list(base_keys), _params(params), fastmice.CODE_VERSION,
+                       *_warm(init))
 
 
 def labels_key(consensus: str, data: Mapping[str, Any]) -> str:

@@ -44,6 +44,10 @@ class Plan:
         :func:`pipeline.keys.dataset_ref` of the anchor batches and of the batches to cluster.
     parent_run : str or None
         The run an ``extend`` or ``recluster`` starts from.
+    warm_start : dict or None
+        For a recluster with new batches: the parent run's base partitions
+        (``{"groups": {group index: ref}, "consensus": ref}``) that the base clusterings and
+        the consensus refine instead of starting anew.
     """
 
     kind: str
@@ -53,6 +57,11 @@ class Plan:
     anchor_data: dict[str, Any]
     data: dict[str, Any]
     parent_run: str | None = None
+    warm_start: dict[str, Any] | None = None
+
+    def warm_partition(self, group: int) -> dict[str, Any] | None:
+        """The stored partition group ``group`` starts from, if warm-started."""
+        return None if self.warm_start is None else self.warm_start["groups"].get(str(group))
 
     @property
     def later_batches(self) -> list[dict[str, Any]]:
@@ -119,10 +128,14 @@ def plan_extend(store: Any, run_id: str, n_groups: int, n_jobs: int | None = Non
 
 
 def plan_recluster(store: Any, dataset: str, refresh_anchors: bool = False,
-                   n_jobs: int | None = None) -> Plan:
+                   n_jobs: int | None = None, from_scratch: bool = False) -> Plan:
     """Plan the latest run's ensemble on every batch of ``dataset`` as it is now.
 
-    ``n_jobs``, if given, replaces the run's (it changes no result).
+    ``n_jobs``, if given, replaces the run's (it changes no result). When batches were added
+    since the latest run, its base clusterings and consensus are refined over every sample
+    (a warm start: the labels then depend on that run's partitions too), unless
+    ``from_scratch`` or ``refresh_anchors`` (new anchors: everything anew). With no new
+    batch, the plan is the latest run's own (so everything is reused).
 
     Raises
     ------
@@ -141,7 +154,14 @@ def plan_recluster(store: Any, dataset: str, refresh_anchors: bool = False,
     batches = [b["batch_id"] for b in manifest["batches"]]
     anchors = batches if refresh_anchors else latest["anchor_batches"]
     params = _with_jobs(params_of(latest), n_jobs)
-    return _plan("recluster", manifest, params, anchors, batches, latest["run_id"])
+    plan = _plan("recluster", manifest, params, anchors, batches, latest["run_id"])
+    if refresh_anchors or from_scratch:
+        return plan
+    if set(batches) == set(latest["batches"]):  # nothing new: the latest run's plan again
+        return dataclasses.replace(plan, warm_start=latest.get("warm_start"))
+    return dataclasses.replace(plan, warm_start={
+        "run": latest["run_id"], "consensus": latest["consensus"],
+        "groups": {str(g["group"]): g["partition"] for g in latest["groups"]}})
 
 
 def _with_jobs(params: EnsembleParams, n_jobs: int | None) -> EnsembleParams:

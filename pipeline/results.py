@@ -51,6 +51,15 @@ class GroupOutcome:
                 "computed": self.computed}
 
 
+def _stages(groups: list[GroupOutcome], consensus: dict[str, Any]) -> dict[str, float]:
+    """Seconds per stage, summed over every task of the run (thread-seconds)."""
+    total: dict[str, float] = {}
+    for result in [*(t for g in groups for t in (g.graph, *g.rows, g.base)), consensus]:
+        for stage, seconds in result.get("seconds", {}).items():
+            total[stage] = total.get(stage, 0.0) + seconds
+    return {stage: round(seconds, 3) for stage, seconds in sorted(total.items())}
+
+
 def _work(groups: list[GroupOutcome], consensus: dict[str, Any]) -> dict[str, Any]:
     rows = [r["computed"] for g in groups for r in g.rows]
     return {"graphs_built": sum(g.graph["computed"] for g in groups),
@@ -91,12 +100,14 @@ def run_record(plan: Plan, run_id: str, store_url: str, groups: list[GroupOutcom
         "n_samples": data["n_samples"], "n_views": data["n_views"],
         "n_clusters": params.n_clusters, "n_groups": params.n_groups,
         "params": params.to_dict(), "root_seed": params.root_seed,
+        "warm_start": plan.warm_start,
         "groups_computed": computed, "groups_reused": params.n_groups - computed,
         "work": _work(groups, consensus),
         "groups": [g.entry() for g in groups],
         "consensus": consensus["consensus"],
         "timings": {"groups": round(groups_seconds, 3),
                     "consensus": round(time.time() - started - groups_seconds, 3)},
+        "stages": _stages(groups, consensus),
         "code_version": fastmice.CODE_VERSION,
         "fastmice_version": fastmice.__version__,
     }
@@ -111,8 +122,9 @@ def _ground_truth(datasets: DatasetStore, name: str, batch_ids: list[int]) -> np
 
 
 def _store_labels(store: Any, record: dict[str, Any],
-                  data: dict[str, Any]) -> tuple[Any, np.ndarray]:
-    """Write the labels table of a run whose consensus is stored; ``(ref, labels)``."""
+                  data: dict[str, Any]) -> tuple[Any, np.ndarray, float]:
+    """Write the labels table of a run whose consensus is stored; ``(ref, labels, seconds
+    spent writing)``."""
     batch_ids = [b["batch_id"] for b in data["batches"]]
     labels = np.asarray(store.get(record["consensus"])["labels"])
     metadata = {"run_id": record["run_id"], "dataset": data["name"],
@@ -121,7 +133,9 @@ def _store_labels(store: Any, record: dict[str, Any],
                 "root_seed": record["root_seed"], "code_version": fastmice.CODE_VERSION}
     ids = DatasetStore(store).load_ids(data["name"], batches=batch_ids)
     table = labels_table(ids, {"label": labels}, metadata)
-    return store.put(LABELS, labels_key(record["consensus"]["key"], data), table), labels
+    with fastmice.record_stages(this_thread=True) as seconds, fastmice.stage("write"):
+        ref = store.put(LABELS, labels_key(record["consensus"]["key"], data), table)
+    return ref, labels, seconds["write"]
 
 
 def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +160,9 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
         (:func:`fastmice.metrics.clustering_scores`; None without ground truth),
         ``cluster_sizes``, ``finished`` and ``seconds``.
     """
-    ref, labels = _store_labels(store, record, data)
+    ref, labels, write_seconds = _store_labels(store, record, data)
+    stages = dict(record.get("stages", {}))
+    stages["write"] = round(stages.get("write", 0.0) + write_seconds, 3)
     truth = _ground_truth(DatasetStore(store), data["name"],
                           [b["batch_id"] for b in data["batches"]])
     path = store.local_path(ref)
@@ -156,6 +172,7 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
         "labels_path": str(path) if path is not None else f"{store.url}#{LABELS}/{ref.key}",
         "scores": None if truth is None else fastmice.metrics.clustering_scores(truth, labels),
         "cluster_sizes": np.bincount(labels, minlength=record["n_clusters"]).tolist(),
+        "stages": stages,
         "finished": utc_now(),
         "seconds": round(time.time() - record["started_unix"], 3),
     }

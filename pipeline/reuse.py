@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import fastmice
 from storage import faults
 
 __all__ = ["stored_or_computed", "stored_refs"]
@@ -45,7 +46,8 @@ def stored_or_computed(store: Any, outputs: Outputs,
         The artifacts the step writes. They are written in this order, so the last one
         marks a finished step (a base clustering's labels, say).
     compute : callable
-        ``compute()`` returns the objects to store, one per output, in the same order.
+        ``compute()`` returns the objects to store, one per output, in the same order. The
+        writes are timed as the stage ``"write"`` (:func:`fastmice.record_stages`).
 
     Returns
     -------
@@ -64,6 +66,7 @@ def stored_or_computed(store: Any, outputs: Outputs,
             return refs, False
         objects = compute()
         faults.fault_point(f"compute:{last_kind}")
-        refs = [store.put(kind, key, obj).to_dict()
-                for (kind, key), obj in zip(outputs, objects, strict=True)]
+        with fastmice.stage("write"):
+            refs = [store.put(kind, key, obj).to_dict()
+                    for (kind, key), obj in zip(outputs, objects, strict=True)]
     return refs, True

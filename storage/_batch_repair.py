@@ -74,14 +74,14 @@ class BatchRepairMixin:
             dataset=name, damage=list(damage))
 
     def read_views(self, name: str, batches: int | Iterable[int] | None = None,
-                   mmap: bool = True) -> list[Any]:
+                   mmap: bool = True, rows: bool = False) -> list[Any]:
         """:meth:`load_views`, with a missing or corrupt file reported as the damaged batch it
         belongs to (:class:`~storage.errors.DamagedBatchError`, naming the dataset, the batch
         and what to do) instead of a bare artifact error."""
         batches = None if batches is None else (
             [batches] if isinstance(batches, int | np.integer) else list(batches))
         try:
-            return self.load_views(name, batches, mmap)
+            return self.load_views(name, batches, mmap, rows)
         except (ArtifactNotFoundError, ArtifactIntegrityError) as exc:
             try:
                 damage = self.damage(name, batches)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from storage.keys import canonical, canonical_csr, content_key, is_sparse, key_of_canonical
+from storage.rows import NpyRows, StackedRows
 
 __all__ = ["as_stored", "batch_fingerprint", "check_fits", "check_ids", "dataset_fingerprint",
            "select", "view_info"]
@@ -77,6 +78,8 @@ def _as_stored_view(X: Any, v: int) -> Any:
             X = sp.csr_matrix(X)
     elif isinstance(X, np.ndarray):
         X = np.ascontiguousarray(X)
+    elif isinstance(X, NpyRows | StackedRows):
+        pass  # read from disk by blocks when hashed and copied into the store
     else:
         raise TypeError(
             f"View {v} is a {type(X).__name__}; expected a numpy array or a scipy.sparse matrix."

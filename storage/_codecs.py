@@ -25,6 +25,7 @@ from typing import IO, Any
 import numpy as np
 
 from storage.keys import is_sparse
+from storage.rows import NpyRows, StackedRows, row_blocks
 
 __all__ = ["FILE_NAMES", "decode", "encode", "format_of", "prepare", "to_json_bytes", "to_jsonable"]
 
@@ -53,7 +54,7 @@ def format_of(obj: Any) -> str:
     TypeError
         For an object that has no format (the message lists the accepted types).
     """
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.ndarray | NpyRows | StackedRows):
         return "npy"
     if is_sparse(obj):
         return "sparse-npz"
@@ -104,7 +105,13 @@ def prepare(fmt: str, obj: Any) -> Any:
 
 def encode(fmt: str, obj: Any, f: IO[bytes]) -> None:
     """Write `obj` (the output of :func:`prepare`) in format `fmt` to the binary file `f`."""
-    if fmt == "npy":
+    if fmt == "npy" and not isinstance(obj, np.ndarray):  # a row reader: copied by blocks
+        header = {"descr": np.lib.format.dtype_to_descr(obj.dtype), "fortran_order": False,
+                  "shape": tuple(obj.shape)}
+        np.lib.format.write_array_header_2_0(f, header)
+        for block in row_blocks(obj):
+            f.write(memoryview(np.ascontiguousarray(block).reshape(-1).view(np.uint8)))
+    elif fmt == "npy":
         np.save(f, obj, allow_pickle=False)
     elif fmt == "npz":
         with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -126,13 +133,17 @@ def encode(fmt: str, obj: Any, f: IO[bytes]) -> None:
         raise ValueError(f"Unknown format {fmt!r}; expected one of {sorted(FILE_NAMES)}.")
 
 
-def decode(fmt: str, source: Path | IO[bytes], *, mmap: bool = False) -> Any:
+def decode(fmt: str, source: Path | IO[bytes], *, mmap: bool = False,
+           rows: bool = False) -> Any:
     """Read an object of format `fmt` from a local path or a binary file object.
 
-    With ``mmap=True`` and a local path, an ``npy`` artifact is returned as a read-only
-    ``np.memmap``; the flag is ignored for other formats and for file objects.
+    With a local path, an ``npy`` artifact is returned as a read-only ``np.memmap`` with
+    ``mmap=True``, or as a :class:`~storage.rows.NpyRows` row reader (2-D only) with
+    ``rows=True``; the flags are ignored for other formats and for file objects.
     """
     if fmt == "npy":
+        if rows and isinstance(source, Path):
+            return NpyRows(source)
         mode = "r" if mmap and isinstance(source, Path) else None
         return np.load(source, mmap_mode=mode, allow_pickle=False)
     if fmt == "npz":

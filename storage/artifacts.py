@@ -123,7 +123,7 @@ class ArtifactsMixin:
         faults.fault_point(f"published:{kind}")
         return ArtifactRef(kind, key, fmt)
 
-    def get(self, ref: RefLike, *, mmap: bool = False) -> Any:
+    def get(self, ref: RefLike, *, mmap: bool = False, rows: bool = False) -> Any:
         """Load an artifact after verifying its size and sha256.
 
         Parameters
@@ -133,6 +133,10 @@ class ArtifactsMixin:
         mmap : bool, default=False
             Return an ``npy`` artifact of a local store as a read-only ``np.memmap`` instead of
             reading it into memory. Ignored for other formats and non-local stores.
+        rows : bool, default=False
+            Return a 2-D ``npy`` artifact of a local store as a row reader
+            (:class:`storage.rows.NpyRows`): read a block of rows at a time, never mapped,
+            so that a view larger than memory costs only the block in use.
 
         Returns
         -------
@@ -156,7 +160,7 @@ class ArtifactsMixin:
                 f"{meta['format']!r}, but the ref says {ref.format!r}."
             )
         try:
-            return _codecs.decode(ref.format, source, mmap=mmap)
+            return _codecs.decode(ref.format, source, mmap=mmap, rows=rows)
         except _DECODE_ERRORS as e:
             rel = f"{self._artifact_dir(ref.kind, ref.key)}/{meta['file']}"
             self._integrity(

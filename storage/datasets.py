@@ -40,6 +40,7 @@ from storage._open import open_store
 from storage.base import BaseStore, utc_now
 from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError
 from storage.keys import canonical, content_key, key_of_canonical
+from storage.rows import StackedRows
 
 __all__ = ["DatasetStore", "batch_fingerprint", "dataset_fingerprint"]
 
@@ -285,7 +286,8 @@ class DatasetStore(BatchRepairMixin):
     # ------------------------------------------------------------------ reading
 
     def load_views(
-        self, name: str, batches: int | Iterable[int] | None = None, mmap: bool = True
+        self, name: str, batches: int | Iterable[int] | None = None, mmap: bool = True,
+        rows: bool = False,
     ) -> list[Any]:
         """Load the views of a dataset: the rows of the chosen batches, in the order given.
 
@@ -299,6 +301,11 @@ class DatasetStore(BatchRepairMixin):
             For a single batch of a local store, return dense views as read-only
             ``np.memmap`` (no copy). Several batches are concatenated into one new array
             (read through memory maps, so each byte is copied once).
+        rows : bool, default=False
+            Return the dense views of a local store as row readers instead
+            (:class:`storage.rows.NpyRows`, stacked over several batches): nothing is read
+            until rows are asked for, and then only those, so a dataset larger than memory
+            can be worked on block by block.
 
         Returns
         -------
@@ -318,7 +325,10 @@ class DatasetStore(BatchRepairMixin):
         out = []
         for v, view_type in enumerate(manifest["view_types"]):
             refs = [b["views"][v] for b in chosen]
-            if len(refs) == 1:
+            if rows and view_type == "dense":
+                parts = [get(r, rows=True) for r in refs]
+                out.append(parts[0] if len(parts) == 1 else StackedRows(parts))
+            elif len(refs) == 1:
                 out.append(get(refs[0], mmap=mmap))
             elif view_type == "sparse":
                 import scipy.sparse as sp

@@ -26,11 +26,15 @@ from typing import Any
 
 import numpy as np
 
+from storage._filememo import FileMemo
+from storage.rows import NpyRows, StackedRows, row_blocks
+
 __all__ = ["content_key"]
 
 #: Bumping this changes every key (a deliberate, global cache invalidation).
 KEY_SCHEME = "fastmice-content-key/1"
 _BLOCK_BYTES = 32 * 2**20
+_reader_digests = FileMemo()
 _RESERVED = ("$ndarray", "$sparse", "$bytes")
 
 
@@ -101,7 +105,7 @@ def canonical(obj: Any, where: str = "value") -> Any:
         return int(obj)
     if isinstance(obj, float):
         return float(obj)
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.ndarray | NpyRows | StackedRows):
         return {"$ndarray": array_digest(obj, where)}
     if isinstance(obj, np.bool_ | np.integer | np.floating):
         return canonical(obj.item(), where)
@@ -163,11 +167,25 @@ def _update_c_order(h: Any, a: np.ndarray) -> None:
         h.update(np.ascontiguousarray(a[start : start + step]).reshape(-1).view(np.uint8))
 
 
-def array_digest(a: np.ndarray, where: str = "array") -> str:
-    """sha256 of an ndarray's dtype, shape and C-order bytes (see the module docstring)."""
+def array_digest(a: np.ndarray | NpyRows | StackedRows, where: str = "array") -> str:
+    """sha256 of an ndarray's dtype, shape and C-order bytes (see the module docstring).
+
+    A row reader (:mod:`storage.rows`) hashes like the array it reads, block by block.
+    """
     h = hashlib.sha256(b"ndarray\0" + _header(descr=_descr(a.dtype, where), shape=list(a.shape)))
-    _update_c_order(h, np.asarray(a))
-    return h.hexdigest()
+    if isinstance(a, np.ndarray):
+        _update_c_order(h, a)
+        return h.hexdigest()
+
+    def stream() -> str:
+        for block in row_blocks(a, _BLOCK_BYTES):
+            h.update(block.reshape(-1).view(np.uint8))
+        return h.hexdigest()
+
+    if not isinstance(a, NpyRows):
+        return stream()
+    with open(a.path, "rb") as f:  # a file's digest is computed once while it is unchanged
+        return _reader_digests(f.fileno(), f"{a.path}:{a.offset}", stream)
 
 
 def canonical_csr(X: Any) -> Any:

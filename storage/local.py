@@ -6,12 +6,12 @@ import contextlib
 import hashlib
 import os
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from storage import _codecs
+from storage._filememo import FileMemo
 from storage.atomic import temporary_name, write_file_atomic
 from storage.base import META_FILE, BaseStore
 from storage.locks import LOCKS_DIR, flock_file
@@ -19,38 +19,16 @@ from storage.locks import LOCKS_DIR, flock_file
 __all__ = ["LocalStore"]
 
 
-#: sha256 of the files this process has already hashed, by path and stat identity.
-_digests: dict[tuple, str] = {}
-_DIGESTS_MAX = 65536
-_RACY_NS = 2_000_000_000
-
-
-def _identity(path: Path, st: os.stat_result) -> tuple:
-    return (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+#: sha256 of the files this process has already hashed (see storage._filememo).
+_digests = FileMemo()
 
 
 def _digest_path(path: Path) -> tuple[int, str]:
-    """Size and sha256 of a file, hashed once per process while the file is unchanged.
-
-    Artifacts are immutable: published by a rename, never written in place. A file whose
-    inode, size, mtime and ctime are those it had when this process hashed it has the same
-    bytes (any write or replacement changes one of them), so a task that reads the same
-    1 GB view twenty times hashes it once. As git does for its index, a file changed less
-    than ``_RACY_NS`` before it was hashed is not remembered: file times tick coarsely, and
-    a write in the same tick would keep them. A new process always hashes again.
-    """
+    """Size and sha256 of a file, hashed once per process while the file is unchanged."""
     with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        identity = _identity(path, st)
-        sha = _digests.get(identity)
-        if sha is None:
-            started = time.time_ns()
-            sha = hashlib.file_digest(f, "sha256").hexdigest()
-            if max(st.st_mtime_ns, st.st_ctime_ns) < started - _RACY_NS:
-                if len(_digests) >= _DIGESTS_MAX:
-                    _digests.clear()
-                _digests[identity] = sha
-        return st.st_size, sha
+        sha = _digests(f.fileno(), str(path),
+                       lambda: hashlib.file_digest(f, "sha256").hexdigest())
+        return os.fstat(f.fileno()).st_size, sha
 
 
 def _write_synced(path: Path, write: Callable[[IO[bytes]], None]) -> None:

@@ -44,7 +44,7 @@ def _row_refs(data: Mapping[str, Any], graph: Mapping[str, Any],
 @task(name="base-cluster", task_run_name="base-{spec[group_index]}", **TASK_OPTIONS)
 def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, Any],
                  params: dict[str, Any], spec: dict[str, Any], graph: dict[str, Any],
-                 rows: list[dict[str, Any]]) -> dict:
+                 rows: list[dict[str, Any]], init: dict[str, Any] | None = None) -> dict:
     """One group's base clustering of every sample of ``data`` (fastmice.cluster_group).
 
     Reads the group's ``anchor-graph`` rows; writes ``base-partition``
@@ -63,30 +63,39 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
         :func:`tasks.graphs.build_graph`'s result for the group.
     rows : list of dict
         :func:`tasks.graphs.transform_graph`'s results for the group's later batches.
+    init : dict, optional
+        Ref of the ``base-partition`` to refine (a warm start), instead of a new Tcut.
 
     Returns
     -------
     ref : dict
-        ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed``.
+        ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed`` and
+        ``seconds`` (per stage, :func:`fastmice.record_stages`).
     """
     store = open_store(store_url)
     ensemble = fastmice.EnsembleParams.from_dict(params)
-    key = base_key(group_row_keys(anchor_data, data, ensemble, spec), spec)
+    key = base_key(group_row_keys(anchor_data, data, ensemble, spec), spec, init)
 
     def compute() -> list[Any]:
-        pieces = [store.get(ref) for ref in _row_refs(data, graph, rows)]
-        B = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
-        partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec))
+        with fastmice.stage("read"):
+            pieces = [store.get(ref) for ref in _row_refs(data, graph, rows)]
+            B = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
+            start = None if init is None else \
+                fastmice.BipartitePartition.from_arrays(store.get(init))
+        partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec), start)
         return [partition.to_arrays(), np.asarray(partition.labels_)]
 
-    (partition, labels), computed = stored_or_computed(
-        store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
+    with fastmice.record_stages(this_thread=True) as seconds:
+        (partition, labels), computed = stored_or_computed(
+            store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
     return {"group": spec["group_index"], "labels": labels, "partition": partition,
-            "n_base_clusters": spec["n_base_clusters"], "computed": computed}
+            "n_base_clusters": spec["n_base_clusters"], "computed": computed,
+            "seconds": seconds}
 
 
 @task(name="consensus", **TASK_OPTIONS)
-def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any]) -> dict:
+def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any],
+              init: dict[str, Any] | None = None) -> dict:
     """The consensus partition of the base clusterings (fastmice.consensus_partition).
 
     Reads ``base-labels``; writes ``consensus`` (``ConsensusPartition.to_arrays``, whose
@@ -99,20 +108,26 @@ def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any
         :func:`base_cluster`'s results, in group order.
     params : dict
         ``EnsembleParams.to_dict()`` of the run.
+    init : dict, optional
+        Ref of the ``consensus`` to refine (a warm start), instead of a new Tcut.
 
     Returns
     -------
     ref : dict
-        ``consensus`` (ref) and ``computed``.
+        ``consensus`` (ref), ``computed`` and ``seconds`` (per stage).
     """
     store = open_store(store_url)
     ensemble = fastmice.EnsembleParams.from_dict(params)
-    key = consensus_key([b["labels"]["key"] for b in bases], ensemble)
+    key = consensus_key([b["labels"]["key"] for b in bases], ensemble, init)
 
     def compute() -> list[Any]:
-        base_labels = np.column_stack([store.get(b["labels"]) for b in bases])
+        with fastmice.stage("read"):
+            base_labels = np.column_stack([store.get(b["labels"]) for b in bases])
+            start = None if init is None else \
+                fastmice.ConsensusPartition.from_arrays(store.get(init))
         return [fastmice.consensus_partition(base_labels, ensemble.n_clusters,
-                                             seed=ensemble.root_seed).to_arrays()]
+                                             seed=ensemble.root_seed, init=start).to_arrays()]
 
-    refs, computed = stored_or_computed(store, [(CONSENSUS, key)], compute)
-    return {"consensus": refs[0], "computed": computed}
+    with fastmice.record_stages(this_thread=True) as seconds:
+        refs, computed = stored_or_computed(store, [(CONSENSUS, key)], compute)
+    return {"consensus": refs[0], "computed": computed, "seconds": seconds}

@@ -50,8 +50,9 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
     Returns
     -------
     ref : dict
-        ``group``, ``anchors`` (ref), ``rows`` (``{batch_id: ref}``, batch ids as str) and
-        ``computed`` (False when everything was already stored).
+        ``group``, ``anchors`` (ref), ``rows`` (``{batch_id: ref}``, batch ids as str),
+        ``computed`` (False when everything was already stored) and ``seconds`` (per stage,
+        :func:`fastmice.record_stages`).
     """
     store = open_store(store_url)
     key = anchors_key(anchor_data, fastmice.EnsembleParams.from_dict(params), spec)
@@ -59,16 +60,19 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
                (ANCHORS, key)]
 
     def compute() -> list[Any]:
-        Xs = DatasetStore(store).read_views(anchor_data["name"], batches=_batch_ids(anchor_data))
+        with fastmice.stage("read"):  # opened and checksummed; rows are read by the search
+            Xs = DatasetStore(store).read_views(anchor_data["name"],
+                                                 batches=_batch_ids(anchor_data), rows=True)
         B, anchors = fastmice.build_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec))
         bounds = np.cumsum([0] + [b["n_samples"] for b in anchor_data["batches"]])
         return [*(B[a:b] for a, b in itertools.pairwise(bounds)), anchors.to_arrays()]
 
-    refs, computed = stored_or_computed(store, outputs, compute)
+    with fastmice.record_stages(this_thread=True) as seconds:
+        refs, computed = stored_or_computed(store, outputs, compute)
     return {"group": spec["group_index"], "anchors": refs[-1],
             "rows": {str(b): ref for b, ref in zip(_batch_ids(anchor_data), refs[:-1],
                                                     strict=True)},
-            "computed": computed}
+            "computed": computed, "seconds": seconds}
 
 
 @task(name="transform-graph", task_run_name="rows-{spec[group_index]}-batch-{batch[batch_id]}",
@@ -92,18 +96,21 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
     Returns
     -------
     ref : dict
-        ``group``, ``batch_id``, ``rows`` (ref) and ``computed``.
+        ``group``, ``batch_id``, ``rows`` (ref), ``computed`` and ``seconds`` (per stage).
     """
     store = open_store(store_url)
     key = anchors_key(anchor_data, fastmice.EnsembleParams.from_dict(params), spec)
 
     def compute() -> list[Any]:
-        Xs = DatasetStore(store).read_views(anchor_data["name"], batches=[batch["batch_id"]])
-        anchors = fastmice.GroupAnchors.from_arrays(store.get(graph["anchors"]))
+        with fastmice.stage("read"):
+            Xs = DatasetStore(store).read_views(anchor_data["name"],
+                                                 batches=[batch["batch_id"]], rows=True)
+            anchors = fastmice.GroupAnchors.from_arrays(store.get(graph["anchors"]))
         return [fastmice.transform_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec),
                                                anchors)]
 
-    refs, computed = stored_or_computed(
-        store, [(GRAPH_ROWS, rows_key(key, batch["fingerprint"]))], compute)
+    with fastmice.record_stages(this_thread=True) as seconds:
+        refs, computed = stored_or_computed(
+            store, [(GRAPH_ROWS, rows_key(key, batch["fingerprint"]))], compute)
     return {"group": spec["group_index"], "batch_id": batch["batch_id"], "rows": refs[0],
-            "computed": computed}
+            "computed": computed, "seconds": seconds}

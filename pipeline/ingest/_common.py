@@ -68,6 +68,8 @@ def to_views(raw: Sequence[object], names: Sequence[str], sparse: SparseOption) 
 
 
 def _container(X: View, sparse: SparseOption) -> View:
+    if fastmice.is_row_reader(X):
+        return X  # a dense view on disk, read by blocks where it is used
     if sparse == "keep":
         make_sparse = sp.issparse(X)
     elif sparse == "auto":

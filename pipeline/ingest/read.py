@@ -43,8 +43,9 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
     Xs : list of ndarray or csr_matrix, each of shape (n_samples, n_features_v)
         Validated by the loaders with :func:`fastmice.check_views` (float32/float64,
         finite, equal rows).
-        ``.npy`` views are memory-mapped read-only, not read: a large data set is then
-        checked and copied into the store without a second copy in memory.
+        ``.npy`` views stay on disk as row readers (:class:`storage.rows.NpyRows`): a data
+        set larger than memory is checked, hashed and copied into the store a block of rows
+        at a time.
     labels : ndarray of shape (n_samples,) or None
         Ground truth, if the data carry it (used only for scores and a default k).
 

@@ -16,6 +16,7 @@ import fastmice
 from pipeline.ingest import _common as common
 from pipeline.ingest._common import LayoutError, PathLike, SparseOption, View
 from storage import write_file_atomic
+from storage.rows import NpyRows
 
 __all__ = ["load_views", "save_views_dir"]
 
@@ -83,6 +84,19 @@ def _read_csv_view(p: Path) -> np.ndarray:
         raise LayoutError(f"{p} is not a numeric CSV file: {exc}") from exc
 
 
+def _read_npy(p: Path, mmap_mode: str | None) -> object:
+    """A ``.npy`` view: with ``mmap_mode``, a 2-D float one stays on disk as a row reader."""
+    if mmap_mode is not None:
+        try:
+            rows = NpyRows(p)
+        except ValueError:
+            pass  # not a plain 2-D C-ordered array: numpy reads it (and explains what it is)
+        else:
+            if rows.dtype in (np.float32, np.float64):
+                return rows
+    return np.load(p, allow_pickle=False, mmap_mode=mmap_mode)
+
+
 def _read_array_file(p: Path, mmap_mode: str | None) -> object:
     suffix = p.suffix.lower()
     if suffix not in _VIEW_FILE_SUFFIXES:
@@ -92,7 +106,7 @@ def _read_array_file(p: Path, mmap_mode: str | None) -> object:
         )
     try:
         if suffix == ".npy":
-            return np.load(p, allow_pickle=False, mmap_mode=mmap_mode)
+            return _read_npy(p, mmap_mode)
         if suffix == ".npz":
             return _read_npz_view(p)
         if suffix == ".parquet":
@@ -147,8 +161,10 @@ def load_views(
     sparse : {"keep", "auto"} or bool, default="keep"
         Container of each view; see :mod:`pipeline.ingest`.
     mmap_mode : {"r", "c"}, optional
-        Memory-map ``.npy`` views (``numpy.load(mmap_mode=...)``) instead of reading
-        them; dense ``float32``/``float64`` views then stay on disk until used.
+        Leave ``.npy`` views on disk instead of reading them: a 2-D, C-ordered
+        ``float32``/``float64`` view becomes a row reader (:class:`storage.rows.NpyRows`,
+        read a block of rows at a time where it is used, never mapped); another ``.npy`` is
+        memory-mapped (``numpy.load(mmap_mode=...)``).
 
     Returns
     -------

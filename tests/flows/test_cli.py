@@ -73,6 +73,9 @@ ERRORS = [
      r"--feature-ratio \[0.5, 1.5\] must satisfy"),
     (["cluster", "{f}/blobs.npz", "--base-clusters", "0.1,2"], r"--base-clusters .* gives base"),
     (["cluster", "{f}/blobs.npz", "--n-jobs", "0"], r"--n-jobs 0 is not allowed"),
+    (["cluster", "{f}/blobs.npz", "--memory-limit", "1M"],
+     r"needs about .* GB is the limit \(--memory-limit\);.* Nothing was written\.$"),
+    (["cluster", "{f}/blobs.npz", "--memory-limit", "lots"], "memory size 'lots' is not a size"),
     (["extend", "blobs-old", "--groups", "2", "--n-jobs", "0"], r"--n-jobs 0 is not allowed"),
     (["cluster", "{f}/nolabels.npz"], "--k is required"),
     (["cluster", "{f}/nolabels.npz", "--k", "3", "--name", "blobs"],
@@ -249,9 +252,9 @@ SLOW_GROUPS = """
 import sys, time
 import fastmice
 real = fastmice.cluster_group
-def slow(B, spec):
+def slow(*args, **kwargs):
     time.sleep(0.6)
-    return real(B, spec)
+    return real(*args, **kwargs)
 fastmice.cluster_group = slow
 from cli.main import main
 sys.exit(main(sys.argv[1:]))

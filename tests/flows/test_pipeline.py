@@ -69,10 +69,10 @@ def test_failed_group_fails_the_run_and_a_rerun_computes_only_it(prefect_api, re
 
     real = fastmice.cluster_group
 
-    def broken(B, spec):
+    def broken(B, spec, init=None):
         if spec.group_index == 2:
             raise ValueError("injected failure")
-        return real(B, spec)
+        return real(B, spec, init)
 
     monkeypatch.setattr(fastmice, "cluster_group", broken)
     with pytest.raises(GroupsFailedError,
@@ -102,19 +102,24 @@ def test_extend_computes_only_the_new_groups(prefect_api, registered, blobs):
     assert [g["computed"] for g in record["groups"]] == [False] * M + [True] * 3
 
 
-def _reference_recluster(Xs_old, Xs_new, n_samples_anchor):
-    """The recluster composed from library calls: anchors from the old batch only."""
+def _reference_recluster(Xs_old, Xs_new, n_samples_anchor, warm=True):
+    """The recluster composed from library calls: anchors from the old batch only; the base
+    clusterings and the consensus refine the first run's (``warm``) or start anew."""
     params = fastmice.EnsembleParams(K, n_groups=M, n_anchors=ANCHORS, random_state=SEED)
     seed = params.root_seed
     specs = fastmice.draw_view_groups([X.shape[1] for X in Xs_old], n_samples_anchor, params,
                                       seed=seed)
-    base = []
+    base, first_base = [], []
     for spec in specs:
         B_old, anchors = fastmice.build_group_graph(Xs_old, spec)
         B_new = fastmice.transform_group_graph(Xs_new, spec, anchors)
-        base.append(fastmice.cluster_group(sp.vstack([B_old, B_new], format="csr"),
-                                           spec).labels_)
-    return fastmice.consensus_partition(np.column_stack(base), K, seed=seed).labels_
+        first = fastmice.cluster_group(B_old, spec)
+        first_base.append(first.labels_)
+        base.append(fastmice.cluster_group(sp.vstack([B_old, B_new], format="csr"), spec,
+                                           first if warm else None).labels_)
+    first = fastmice.consensus_partition(np.column_stack(first_base), K, seed=seed)
+    return fastmice.consensus_partition(np.column_stack(base), K, seed=seed,
+                                        init=first if warm else None).labels_
 
 
 def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, blobs,
@@ -142,6 +147,11 @@ def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, bl
     again = recluster_flow(dataset="blobs", store_url=store.url)
     assert again["groups_computed"] == 0 and again["work"]["row_batches_reused"] == M
     np.testing.assert_array_equal(_labels(store, again), labels)
+
+    anew = recluster_flow(dataset="blobs", store_url=store.url, from_scratch=True)
+    assert anew["work"]["graphs_built"] == 0 and anew["work"]["base_clusterings"] == M
+    np.testing.assert_array_equal(_labels(store, anew), _reference_recluster(X0, X1, 500,
+                                                                             warm=False))
 
     refreshed = recluster_flow(dataset="blobs", store_url=store.url, refresh_anchors=True)
     assert refreshed["work"]["graphs_built"] == M

@@ -15,6 +15,7 @@ from pipeline.ingest import (
     load_views,
     save_views_dir,
 )
+from storage.rows import NpyRows
 
 SHARED_DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
@@ -227,8 +228,12 @@ def test_save_and_load_views_dir_round_trip(tmp_path):
     np.testing.assert_array_equal(Xs[0], dense)
     np.testing.assert_array_equal(Xs[1].toarray(), text.toarray())
     assert y.tolist() == [0, 1, 0, 1]
-    Xs, _ = load_views(out, mmap_mode="r")
-    assert isinstance(Xs[0].base, np.memmap) or isinstance(Xs[0], np.memmap)
+    Xs, _ = load_views(out, mmap_mode="r")  # a float view stays on disk, read by rows
+    assert isinstance(Xs[0], NpyRows)
+    np.testing.assert_array_equal(Xs[0][1:3], dense[1:3])
+    np.save(tmp_path / "ints.npy", np.arange(6, dtype=np.int32).reshape(3, 2))
+    (ints,), _ = load_views([tmp_path / "ints.npy"], mmap_mode="r")
+    assert isinstance(ints, np.ndarray) and ints.dtype == np.float64  # converted on load
 
 
 def test_save_views_dir_refuses_then_replaces(tmp_path):

@@ -19,6 +19,7 @@ from storage import (
     content_key,
     open_store,
 )
+from storage import _filememo as filememo_module
 from storage import local as local_module
 
 
@@ -176,7 +177,7 @@ def test_record_versions_without_hard_links(local_store, monkeypatch):
 
 
 def test_a_file_is_hashed_once_per_process_while_it_is_unchanged(local_store, monkeypatch):
-    monkeypatch.setattr(local_module, "_RACY_NS", 0)  # remember even a file just written
+    monkeypatch.setattr(filememo_module, "RACY_NS", 0)  # remember even a file just written
     x = np.arange(1000.0)
     ref = local_store.put("anchors", content_key(x), x)
     local_store.get(ref)  # hashes the file and remembers its sha256
@@ -200,6 +201,6 @@ def test_a_file_is_hashed_once_per_process_while_it_is_unchanged(local_store, mo
 def test_a_file_changed_just_before_hashing_is_not_remembered(local_store):
     x = np.arange(10.0)
     local_store.put("anchors", content_key(x), x)
-    before = dict(local_module._digests)
+    before = dict(local_module._digests._values)
     local_store.get(local_store.ref("anchors", content_key(x)))
-    assert local_module._digests == before
+    assert local_module._digests._values == before

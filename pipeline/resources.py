@@ -1,0 +1,106 @@
+"""Will a run fit in memory? Checked before any work starts, from shapes and parameters.
+
+:func:`check_memory` compares :func:`fastmice.estimate_memory` (views read from disk a
+block of rows at a time, as the pipeline does) with the memory the machine has free, or
+a limit the user sets, and refuses a run that would not fit with one line saying what
+would: fewer view groups, a smaller k, fewer groups at once, or a bigger machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Sequence
+
+from fastmice import EnsembleParams, MemoryEstimate, estimate_memory
+from pipeline.params import task_workers
+
+__all__ = ["NotEnoughMemoryError", "available_memory", "check_memory", "parse_size"]
+
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+class NotEnoughMemoryError(RuntimeError):
+    """A run would need more memory than the machine has free (or the limit allows)."""
+
+
+def parse_size(text: str) -> int:
+    """``"8G"``, ``"500M"``, ``"1.5g"`` or a number of bytes, as bytes.
+
+    Raises
+    ------
+    ValueError
+        Naming the text.
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(text).lower())
+    if match is None:
+        raise ValueError(f"memory size {text!r} is not a size such as 8G, 500M or 2000000000.")
+    return int(float(match[1]) * _UNITS[match[2]])
+
+
+def available_memory() -> int | None:
+    """Bytes of memory free for a new process now (Linux ``MemAvailable``), if known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def check_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[int], *,
+                 itemsize: int = 4, limit: int | None = None) -> MemoryEstimate:
+    """The run's memory estimate, if it fits; otherwise refuse it, saying what would fit.
+
+    Parameters
+    ----------
+    params : EnsembleParams
+        Its ``n_jobs`` sets how many view groups run at once (:func:`task_workers`).
+    n_samples : int
+    n_features : sequence of int
+    itemsize : int, default=4
+        Bytes of a dense view's value.
+    limit : int, optional
+        Bytes the run may use (default: the memory free now; unknown: no check).
+
+    Returns
+    -------
+    estimate : MemoryEstimate
+
+    Raises
+    ------
+    NotEnoughMemoryError
+        One line: the estimate, the limit, and the changes that would fit.
+    """
+    def estimate(p: EnsembleParams) -> MemoryEstimate:
+        return estimate_memory(p, n_samples, n_features, n_workers=task_workers(p.n_jobs),
+                               itemsize=itemsize)
+
+    needed = estimate(params)
+    budget = available_memory() if limit is None else limit
+    if budget is None or needed.total <= budget:
+        return needed
+    where = "the limit (--memory-limit)" if limit is not None else "free on this machine"
+    options = []
+    half_groups, half_k = max(1, params.n_groups // 2), max(2, params.n_clusters // 2)
+    for option, name, value in (("--n-jobs", "n_jobs", 1), ("--groups", "n_groups", half_groups),
+                                ("--k", "n_clusters", half_k)):
+        smaller = estimate(dataclasses.replace(params, **{name: value}))
+        if smaller.total <= budget:
+            options.append(f"{option} {value} ({_gb(smaller.total)})")
+    fits = f"it would fit with {' or '.join(options)}, or" if options else "it needs"
+    raise NotEnoughMemoryError(
+        f"this run needs about {needed.describe()} of memory for {n_samples} samples, "
+        f"k = {params.n_clusters} and {params.n_groups} view groups, but {_gb(budget)} is "
+        f"{where}; {fits} a machine with at least {_gb(needed.total)} free. Nothing was "
+        f"written.")

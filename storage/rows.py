@@ -1,0 +1,234 @@
+"""Row readers: a large dense view on disk, read a block of rows at a time, never mapped.
+
+A memory-mapped ``.npy`` view keeps every page it has been read through in the process's
+resident memory (file-backed, but counted, and not given back while the map lives): reading
+a 10 GB view once makes a 10 GB process. :class:`NpyRows` reads the rows it is asked for
+with ``pread`` into fresh arrays instead, so memory stays at the block being worked on
+while the operating system's page cache does the caching. It looks enough like a 2-D array
+(``shape``, ``dtype``, ``X[i:j]``, ``X[rows]``) for the algorithm, which reads views block by
+block. :class:`StackedRows` puts several readers (a dataset's batches) one after the other.
+
+>>> import numpy as np, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "view0.npy")
+>>> np.save(path, np.arange(12.0).reshape(4, 3))
+>>> X = NpyRows(path)
+>>> X.shape, X[1:3].tolist(), X[np.array([0, 3])][:, 0].tolist()
+((4, 3), [[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]], [0.0, 9.0])
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BLOCK_BYTES", "NpyRows", "StackedRows", "row_blocks"]
+
+#: Bytes of rows read at a time when a whole reader is streamed (hashed, copied, checked).
+BLOCK_BYTES = 64 * 2**20
+
+
+def _npy_header(f: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(f)
+        if version in ((2, 0), (3, 0)):
+            return np.lib.format.read_array_header_2_0(f)
+    except ValueError as exc:
+        raise ValueError(f"{where} is not a valid .npy file: {exc}") from None
+    raise ValueError(f"{where} is a .npy file of unsupported version {version}.")
+
+
+class NpyRows:
+    """A C-ordered 2-D ``.npy`` file as a read-only array read by rows with ``pread``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``.npy`` file holding a 2-D, C-ordered array of a plain numeric dtype.
+
+    Attributes
+    ----------
+    shape : (int, int)
+    dtype : numpy.dtype
+    offset : int
+        Where the data start in the file.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a ``.npy`` of a 2-D, C-ordered, numeric array, or is shorter than
+        its header says (the message names the file).
+    """
+
+    ndim = 2
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        with open(self.path, "rb") as f:
+            shape, fortran_order, dtype = _npy_header(f, self.path)
+            self.offset = f.tell()
+            size = os.fstat(f.fileno()).st_size
+        if len(shape) != 2 or fortran_order or dtype.hasobject or dtype.kind not in "biuf":
+            raise ValueError(f"{self.path} holds a {'Fortran-ordered ' if fortran_order else ''}"
+                             f"array of shape {shape} and dtype {dtype}; a row reader needs "
+                             f"a 2-D, C-ordered, numeric array.")
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.dtype = dtype
+        self._row_bytes = self.shape[1] * dtype.itemsize
+        if size < self.offset + self.shape[0] * self._row_bytes:
+            raise ValueError(f"{self.path} is truncated: its header declares {self.shape} "
+                             f"{dtype} ({self.shape[0] * self._row_bytes} bytes of data) but "
+                             f"the file holds {size - self.offset}.")
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"NpyRows({self.path!r}, shape={self.shape}, dtype={self.dtype})"
+
+    def __reduce__(self) -> tuple:
+        return (NpyRows, (self.path,))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self._row_bytes
+
+    def _file(self) -> int:
+        with self._lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            return self._fd
+
+    def __del__(self) -> None:
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
+
+    def _read_into(self, out: np.ndarray, start: int) -> None:
+        """Fill ``out`` (rows, n_features) with the rows from ``start`` on."""
+        view = memoryview(out.reshape(-1).view(np.uint8))
+        position, done = self.offset + start * self._row_bytes, 0
+        fd = self._file()
+        while done < len(view):
+            n = os.preadv(fd, [view[done:]], position + done)
+            if n == 0:
+                raise ValueError(f"{self.path} ended while rows were read from it.")
+            done += n
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` as a new array (bounds clipped as for a slice)."""
+        start, stop, _ = slice(start, stop).indices(self.shape[0])
+        out = np.empty((max(stop - start, 0), self.shape[1]), dtype=self.dtype)
+        if len(out):
+            self._read_into(out, start)
+        return out
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, tuple):
+            rows, *rest = key
+            return self[rows][(slice(None), *rest)]
+        if isinstance(key, slice):
+            if key.step not in (None, 1):
+                return self.read(0, self.shape[0])[key]
+            return self.read(key.start if key.start is not None else 0,
+                             key.stop if key.stop is not None else self.shape[0])
+        if isinstance(key, int | np.integer):
+            index = int(key) + (self.shape[0] if key < 0 else 0)
+            if not 0 <= index < self.shape[0]:
+                raise IndexError(f"row {key} is out of range for {self.shape[0]} rows")
+            return self.read(index, index + 1)[0]
+        rows = np.asarray(key)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return self._gather(rows.astype(np.int64).ravel())
+
+    def _gather(self, rows: np.ndarray) -> np.ndarray:
+        """Rows in the order given, each run of consecutive rows read with one call."""
+        if rows.size and (rows.min() < -self.shape[0] or rows.max() >= self.shape[0]):
+            raise IndexError(f"row index out of range for {self.shape[0]} rows")
+        rows = np.where(rows < 0, rows + self.shape[0], rows)
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        out = np.empty((len(rows), self.shape[1]), dtype=self.dtype)
+        breaks = np.flatnonzero(np.diff(sorted_rows) != 1) + 1
+        sorted_out = np.empty_like(out)
+        for run in np.split(np.arange(len(rows)), breaks):
+            if len(run):
+                self._read_into(sorted_out[run[0]:run[-1] + 1], int(sorted_rows[run[0]]))
+        out[order] = sorted_out
+        return out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        whole = self.read(0, self.shape[0])
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+
+class StackedRows:
+    """Several row readers (or arrays) with the same columns, one after the other."""
+
+    ndim = 2
+
+    def __init__(self, parts: Sequence[Any]) -> None:
+        if not parts:
+            raise ValueError("StackedRows needs at least one part.")
+        self.parts = list(parts)
+        widths = {p.shape[1] for p in self.parts}
+        dtypes = {np.dtype(p.dtype) for p in self.parts}
+        if len(widths) != 1 or len(dtypes) != 1:
+            raise ValueError(f"Parts to stack differ in columns {sorted(widths)} or dtypes "
+                             f"{sorted(map(str, dtypes))}.")
+        self.dtype = dtypes.pop()
+        self._bounds = np.cumsum([0] + [p.shape[0] for p in self.parts])
+        self.shape = (int(self._bounds[-1]), widths.pop())
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.dtype.itemsize
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        start, stop, _ = slice(start, stop).indices(self.shape[0])
+        pieces = []
+        for part, first, last in zip(self.parts, self._bounds[:-1], self._bounds[1:],
+                                     strict=True):
+            lo, hi = max(start, first), min(stop, last)
+            if lo < hi:
+                pieces.append(np.asarray(part[lo - first:hi - first]))
+        if not pieces:
+            return np.empty((0, self.shape[1]), dtype=self.dtype)
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, tuple):
+            rows, *rest = key
+            return self[rows][(slice(None), *rest)]
+        if isinstance(key, slice) and key.step in (None, 1):
+            return self.read(key.start if key.start is not None else 0,
+                             key.stop if key.stop is not None else self.shape[0])
+        rows = np.arange(self.shape[0])[key]
+        out = np.empty((np.size(rows), self.shape[1]), dtype=self.dtype)
+        part_of = np.searchsorted(self._bounds, np.ravel(rows), side="right") - 1
+        for p in np.unique(part_of):
+            mine = part_of == p
+            out[mine] = np.asarray(self.parts[p][np.ravel(rows)[mine] - self._bounds[p]])
+        return out[0] if np.ndim(rows) == 0 else out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        whole = self.read(0, self.shape[0])
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+
+def row_blocks(X: Any, block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarray]:
+    """Consecutive blocks of rows of an array or row reader, about ``block_bytes`` each."""
+    row_bytes = max(1, X.shape[1] * np.dtype(X.dtype).itemsize)
+    step = max(1, block_bytes // row_bytes)
+    for start in range(0, X.shape[0], step):
+        yield np.asarray(X[start:start + step])

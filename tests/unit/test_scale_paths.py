@@ -1,0 +1,198 @@
+"""The paths taken at scale, checked on small data against the exact ones they stand for.
+
+Eigensolvers (dense / row side / subspace iteration), the implicit transfer-cut embedding
+(TransferRows) against the formed one, sampled k-means, warm starts, blockwise search and
+stage timings.
+"""
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics import adjusted_rand_score
+
+from fastmice import (
+    EnsembleParams,
+    _graphs,
+    build_group_graph,
+    cluster_group,
+    consensus_partition,
+    draw_view_groups,
+    partition_bipartite_graph,
+    record_stages,
+    stage,
+)
+from fastmice._eigen import column_graph_eigenvectors
+from fastmice._kmeans import litekmeans, lloyd_rounds, sampled_litekmeans
+from fastmice._rows import MatrixRows, TransferRows
+from fastmice._tcut import _row_stochastic
+
+
+def clustered_graph(n_rows=900, n_columns=300, k=6, noise=0.05, seed=0):
+    """A bipartite graph whose rows and columns fall in k blocks, plus weak noise edges."""
+    rng = np.random.default_rng(seed)
+    row_block = rng.integers(0, k, n_rows)
+    column_block = np.arange(n_columns) % k
+    rows, cols, vals = [], [], []
+    for i, b in enumerate(row_block):
+        mine = np.flatnonzero(column_block == b)
+        picked = rng.choice(mine, 5, replace=False)
+        rows += [i] * 6
+        cols += [*picked, rng.integers(n_columns)]
+        vals += [*rng.uniform(0.5, 1.0, 5), noise]
+    B = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_columns))
+    B.sum_duplicates()
+    return B, row_block
+
+
+def d_metric_basis(vectors, B):
+    """The orthonormal eigenvectors V behind ``D^-1/2 V`` (to compare subspaces)."""
+    d = np.asarray(B.sum(axis=0)).ravel()
+    V = vectors * np.sqrt(np.maximum(d, np.finfo(float).eps))[:, None]
+    return V / np.linalg.norm(V, axis=0)
+
+
+@pytest.mark.parametrize("method", ["rows", "subspace"])
+def test_eigensolvers_span_the_dense_eigenvectors(method):
+    B, _ = clustered_graph()
+    dense = d_metric_basis(column_graph_eigenvectors(B, 6, method="dense"), B)
+    other = d_metric_basis(column_graph_eigenvectors(B, 6, method=method,
+                                                     rng=np.random.default_rng(0)), B)
+    cosines = np.linalg.svd(dense.T @ other, compute_uv=False)  # principal angles
+    np.testing.assert_allclose(cosines, 1.0, atol=1e-4)
+
+
+def test_subspace_products_in_threads_give_the_same_vectors(monkeypatch):
+    from fastmice import _eigen
+
+    monkeypatch.setattr(_eigen, "_PRODUCT_ROWS", 100)  # several blocks
+    B, _ = clustered_graph()
+    runs = [column_graph_eigenvectors(B, 6, method="subspace", rng=np.random.default_rng(3),
+                                      n_jobs=n) for n in (1, 2)]
+    np.testing.assert_array_equal(*runs)
+
+
+def test_transfer_rows_match_the_formed_embedding():
+    B, _ = clustered_graph()
+    U = column_graph_eigenvectors(B, 6)
+    R = _row_stochastic(B)
+    E = np.asarray(R @ U)
+    E /= np.linalg.norm(E, axis=1, keepdims=True) + 1e-10
+    implicit, formed = TransferRows(R, U), MatrixRows(E, cosine=True)
+    np.testing.assert_allclose(implicit.norms, np.linalg.norm(R @ U, axis=1) + 1e-10)
+    np.testing.assert_allclose(implicit.take(np.arange(10)), E[:10])
+    centers = E[[0, 200, 400, 600, 800, 850]]
+    labels_i, val_i = implicit.assign(centers)
+    labels_f, val_f = formed.assign(centers)
+    np.testing.assert_array_equal(labels_i, labels_f)
+    np.testing.assert_allclose(val_i, val_f, atol=1e-5)  # float32 products
+    np.testing.assert_allclose(implicit.center_sums(labels_f, 6), formed.center_sums(labels_f, 6))
+    # The same start gives the same k-means labels.
+    same = [litekmeans(rows, 6, metric="cosine", max_iter=20, rng=np.random.default_rng(1))[0]
+            for rows in (implicit, formed)]
+    np.testing.assert_array_equal(*same)
+
+
+def test_norms_found_while_assigning_equal_the_gram_norms():
+    B, _ = clustered_graph()
+    U = column_graph_eigenvectors(B, 6)
+    R = _row_stochastic(B)
+    gram = TransferRows(R, U)
+    lazy = TransferRows(R, U)
+    lazy._norms = None  # as for many columns: norms come with the first assignment
+    centers = gram.take(np.array([0, 1, 2, 3, 4, 5]))
+    np.testing.assert_array_equal(lazy.assign(centers)[0], gram.assign(centers)[0])
+    np.testing.assert_allclose(lazy.norms, gram.norms, rtol=1e-6)
+
+
+def test_sampled_kmeans_on_every_row_is_litekmeans_and_a_sample_still_finds_the_blocks():
+    B, truth = clustered_graph()
+    rows = TransferRows(_row_stochastic(B), column_graph_eigenvectors(B, 6))
+    plain = litekmeans(rows, 6, metric="cosine", max_iter=20, rng=np.random.default_rng(2))
+    same = sampled_litekmeans(rows, 6, sample=None, metric="cosine", max_iter=20,
+                              rng=np.random.default_rng(2))
+    np.testing.assert_array_equal(plain[0], same[0])
+    sample = np.sort(np.random.default_rng(0).choice(900, 300, replace=False))
+    labels, centers = sampled_litekmeans(rows, 6, sample=sample, full_rounds=2, metric="cosine",
+                                         max_iter=20, n_init=3, rng=np.random.default_rng(2))
+    assert len(np.unique(labels)) == 6 and centers.shape == (6, 6)
+    assert adjusted_rand_score(truth, labels) > 0.95
+
+
+def test_lloyd_rounds_from_converged_centres_change_nothing():
+    B, _ = clustered_graph()
+    rows = TransferRows(_row_stochastic(B), column_graph_eigenvectors(B, 6))
+    labels, centers = litekmeans(rows, 6, metric="cosine", max_iter=100,
+                                 rng=np.random.default_rng(0))
+    again, _ = lloyd_rounds(rows, centers, 5)
+    np.testing.assert_array_equal(again, labels)
+
+
+def test_tcut_on_a_sample_agrees_with_the_whole_and_draws_no_sample_when_small():
+    B, truth = clustered_graph(n_rows=3000)
+    whole = partition_bipartite_graph(B, 6, max_iter=20, n_init=5, seed=0)
+    unchanged = partition_bipartite_graph(B, 6, max_iter=20, n_init=5, seed=0, sample_size=3000)
+    np.testing.assert_array_equal(whole.labels_, unchanged.labels_)
+    sampled = partition_bipartite_graph(B, 6, max_iter=20, n_init=5, seed=0, sample_size=800,
+                                        kmeans_sample_size=400, full_rounds=2)
+    assert adjusted_rand_score(whole.labels_, sampled.labels_) > 0.95
+    assert adjusted_rand_score(truth, sampled.labels_) > 0.95
+
+
+def test_warm_start_keeps_the_partition_and_places_new_rows():
+    B, truth = clustered_graph(n_rows=1200)
+    old = partition_bipartite_graph(B[:1000], 6, max_iter=20, seed=0)
+    rng = np.random.default_rng(5)  # a warm start draws nothing
+    warm = partition_bipartite_graph(B, 6, init=old, full_rounds=2, rng=rng)
+    assert rng.integers(1 << 30) == np.random.default_rng(5).integers(1 << 30)
+    np.testing.assert_array_equal(warm.anchor_embedding, old.anchor_embedding)
+    assert adjusted_rand_score(old.labels_, warm.labels_[:1000]) > 0.99
+    assert adjusted_rand_score(truth, warm.labels_) > 0.95
+    with pytest.raises(ValueError, match="columns"):
+        partition_bipartite_graph(B[:, :200], 6, init=old)
+
+
+def test_consensus_warm_start_refines_the_earlier_consensus():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 4, 600)
+    base = np.column_stack([(truth * 2 + rng.integers(0, 2, 600)) % 8 for _ in range(6)])
+    first = consensus_partition(base[:500], 4, seed=0)
+    warm = consensus_partition(base, 4, seed=0, init=first)
+    assert adjusted_rand_score(truth, warm.labels_) > 0.99
+    assert adjusted_rand_score(first.labels_, warm.labels_[:500]) > 0.99
+    with pytest.raises(ValueError, match="other base clusterings"):
+        consensus_partition(base[:, :5], 4, seed=0, init=first)
+
+
+def test_search_by_blocks_equals_one_block(make_blobs, monkeypatch):
+    Xs, _ = make_blobs(n_samples=700)
+    spec = draw_view_groups([X.shape[1] for X in Xs], 700, EnsembleParams(3), seed=1)[0]
+    whole_graph, _ = build_group_graph(Xs, spec)
+    monkeypatch.setattr(_graphs, "SEARCH_BLOCK_ROWS", 128)
+    monkeypatch.setattr(_graphs, "_GATHER_ROWS", 50)
+    blocked_graph, _ = build_group_graph(Xs, spec)
+    np.testing.assert_array_equal(whole_graph.indices, blocked_graph.indices)
+    np.testing.assert_allclose(whole_graph.data, blocked_graph.data, rtol=1e-6)  # rounding
+
+
+def test_stages_are_recorded_per_thread_on_request(make_blobs):
+    Xs, _ = make_blobs(n_samples=300)
+    spec = draw_view_groups([X.shape[1] for X in Xs], 300, EnsembleParams(3), seed=0)[0]
+    with record_stages() as seconds:
+        B, _ = build_group_graph(Xs, spec)
+        cluster_group(B, spec)
+    assert {"anchors", "search", "graph", "eigen", "kmeans"} <= set(seconds)
+    seen = {}
+
+    def other_thread():
+        with stage("elsewhere"):
+            pass
+
+    with record_stages(this_thread=True) as mine:
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        with stage("here"), stage("inner"):
+            seen["ok"] = True
+    assert set(mine) == {"here", "here/inner"}
