@@ -175,7 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``SIGTERM`` is handled as ``SIGINT`` is: the command stops cleanly (finished steps are
     stored, Prefect's embedded server is stopped) and says to rerun it to resume.
     """
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    for arg in argv:
+        if "\x00" in arg:
+            parser.error(f"an argument contains a NUL character: {arg!r}")
+    args = parser.parse_args(argv)
     configure_environment(args.verbose)
     output = Output(args.json)
     started = time.time()

@@ -2,8 +2,9 @@
 
 A store that cannot work is reported in one line naming the option and what is wrong: a path
 that is a file (or lies inside one), a folder that cannot be written (for the commands that
-write), ``memory://`` (it would vanish with the command, and the labels path with it), or an
-fsspec protocol whose package is not installed (naming the install extra) or not known.
+write), ``memory://`` (it would vanish with the command, and the labels path with it), an
+fsspec protocol whose package is not installed (naming the install extra) or not known, or
+a URL that cannot be reached (its root is listed once, before anything else).
 """
 
 from __future__ import annotations
@@ -54,7 +55,20 @@ def checked_store(value: str | None, *, writes: bool) -> str:
     except ValueError:
         raise CommandError(f"{where} {url}: unknown protocol {protocol!r} (expected a folder, "
                            f"file:// or an fsspec URL such as s3://bucket/path).") from None
+    _reach(url, where)
     return url
+
+
+def _reach(url: str, where: str) -> None:
+    """List the store's root once: an unreachable endpoint or refused credentials are said
+    now, in one line, rather than by the first task that needs the store."""
+    from storage import open_store
+
+    try:
+        open_store(url)._listdir("")
+    except Exception as exc:  # s3fs, botocore and aiohttp raise many error types
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise CommandError(f"{where} {url} cannot be reached: {reason}") from None
 
 
 def _check_folder(path: Path, where: str, writes: bool) -> None:

@@ -295,7 +295,7 @@ class ArtifactsMixin:
                 rel = f"{parent}/{entry}"
                 try:
                     info = json.loads(self._read_bytes(f"{rel}/quarantine.json"))
-                except (FileNotFoundError, ValueError):
+                except (FileNotFoundError, NotADirectoryError, ValueError):  # no note, a link
                     info = {"kind": entry_kind, "key": entry.rsplit(".", 2)[0]}
                 out.append({**info, "path": self._display(rel)})
         return sorted(out, key=lambda d: str(d.get("detected", "")))
@@ -306,7 +306,7 @@ class ArtifactsMixin:
         rel = f"{self._artifact_dir(kind, key)}/{META_FILE}"
         try:
             raw = self._read_bytes(rel)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise ArtifactNotFoundError(
                 f"No artifact {kind}/{key} in store {self.url} "
                 f"({self._display(rel)} does not exist)."

@@ -11,6 +11,7 @@ __all__ = [
     "ArtifactNotFoundError",
     "DamagedBatchError",
     "RecordConflictError",
+    "StoreEscapeError",
     "StoreWriteError",
     "write_error",
 ]
@@ -108,6 +109,20 @@ class DamagedBatchError(ValueError):
         super().__init__(message)
         self.dataset = dataset
         self.damage = damage
+
+
+class StoreEscapeError(ValueError):
+    """A path of a local store leads out of it through a symbolic link; it is not followed.
+
+    Attributes
+    ----------
+    path : str
+        The path inside the store.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class StoreWriteError(OSError):

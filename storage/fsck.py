@@ -12,6 +12,8 @@ corrupt record version         unreadable or sha256 mismatch         quarantined
                                                                      version before it is
                                                                      the latest again
 incomplete artifact folder     a folder without ``meta.json``        quarantined
+escaping entry                 a symbolic link out of the store      the link (never its
+                                                                     target) quarantined
 leftover ``.tmp-*`` entry      a write killed midway                 removed once older than
                                                                      ``leftover_age`` (a
                                                                      younger one may be a
@@ -33,9 +35,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.backend import META_FILE, RECORDS
+from storage.backend import META_FILE, QUARANTINE, RECORDS
 from storage.datasets import RECORD_KIND as DATASET
-from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError
+from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, StoreEscapeError
 
 __all__ = ["LEFTOVER_AGE", "Finding", "FsckReport", "check_store"]
 
@@ -109,19 +111,35 @@ def check_store(store: Any, *, repair: bool = False,
     return report
 
 
+def _entries(store: Any, report: FsckReport, rel: str) -> list[str] | None:
+    """Names in a folder of the store; None if it leads out of the store (reported)."""
+    try:
+        return store._listdir(rel)
+    except StoreEscapeError:
+        done = "left in place"
+        if report.repair and store._move_dir(rel, f"{QUARANTINE}/escapes/{rel.replace('/', '.')}"
+                                             f".{time.strftime('%Y%m%dT%H%M%S')}"):
+            done = "the link was moved to quarantine (its target is untouched)"
+        report.add("escapes", store._display(rel),
+                   "a symbolic link out of the store (not followed)", done, not report.repair)
+        return None
+
+
 def _check_artifacts(store: Any, report: FsckReport, leftover_age: float) -> set[tuple]:
     valid: set[tuple[str, str]] = set()
     n = 0
     for kind in store.kinds():
-        for shard in store._listdir(kind):
+        for shard in _entries(store, report, kind) or []:
             rel_shard = f"{kind}/{shard}"
             if shard.startswith("."):
                 _leftover(store, report, rel_shard, leftover_age)
                 continue
-            for key in store._listdir(rel_shard):
+            for key in _entries(store, report, rel_shard) or []:
                 rel = f"{rel_shard}/{key}"
                 if key.startswith("."):
                     _leftover(store, report, rel, leftover_age)
+                elif _entries(store, report, rel) is None:
+                    continue
                 elif not store._isfile(f"{rel}/{META_FILE}"):
                     done = "left in place"
                     if report.repair and store._quarantine(kind, key, "incomplete artifact folder",
@@ -173,8 +191,8 @@ def _check_records(store: Any, report: FsckReport,
     for kind in store._listdir(RECORDS):
         if kind.startswith("."):
             continue
-        for name in store._listdir(f"{RECORDS}/{kind}"):
-            for entry in store._listdir(f"{RECORDS}/{kind}/{name}"):
+        for name in _entries(store, report, f"{RECORDS}/{kind}") or []:
+            for entry in _entries(store, report, f"{RECORDS}/{kind}/{name}") or []:
                 if entry.startswith("."):
                     _leftover(store, report, f"{RECORDS}/{kind}/{name}/{entry}", leftover_age)
         for name in store.list_records(kind):

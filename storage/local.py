@@ -14,6 +14,7 @@ from storage import _codecs
 from storage._filememo import FileMemo
 from storage.atomic import temporary_name, write_file_atomic
 from storage.base import META_FILE, BaseStore
+from storage.errors import StoreEscapeError
 from storage.locks import LOCKS_DIR, flock_file
 
 __all__ = ["LocalStore"]
@@ -82,8 +83,19 @@ class LocalStore(BaseStore):
 
     # ------------------------------------------------------------------ helpers
 
-    def _path(self, rel: str) -> Path:
-        return self.root.joinpath(*rel.split("/")) if rel else self.root
+    def _path(self, rel: str, *, follow: bool = True) -> Path:
+        """The path of ``rel``, refused if it leads out of the store through a symbolic link
+        (``follow=False``: the last component may be a link, handled as itself)."""
+        path = self.root.joinpath(*rel.split("/")) if rel else self.root
+        if rel:
+            real_root = os.path.realpath(self.root)
+            real = os.path.realpath(path if follow else path.parent)
+            if real != real_root and not real.startswith(real_root + os.sep):
+                raise StoreEscapeError(
+                    f"{path} leads out of store {self.url} through a symbolic link (to "
+                    f"{real}); it is not followed. Remove the link, or `fastmice fsck "
+                    f"--repair` to set it aside.", path=str(path))
+        return path
 
     def _ensure_root(self) -> None:
         if self._root_ready:
@@ -149,7 +161,7 @@ class LocalStore(BaseStore):
         target = self._path(dst)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            os.rename(self._path(src), target)
+            os.rename(self._path(src, follow=False), target)
         except FileNotFoundError:
             return False
         return True
@@ -164,14 +176,14 @@ class LocalStore(BaseStore):
             return None
 
     def _remove_dir(self, rel: str) -> bool:
-        path = self._path(rel)
+        path = self._path(rel, follow=False)
         # Rename first so that no reader ever sees a half-deleted artifact.
         doomed = path.parent / temporary_name(f"deleted-{path.name}")
         try:
             os.rename(path, doomed)
         except FileNotFoundError:
             return False
-        if doomed.is_dir():
+        if doomed.is_dir() and not doomed.is_symlink():
             shutil.rmtree(doomed)
         else:
             doomed.unlink()
@@ -212,7 +224,7 @@ class LocalStore(BaseStore):
         return flock_file(self._path(f"{LOCKS_DIR}/{name}.lock"), timeout)
 
     def _display(self, rel: str) -> str:
-        return str(self._path(rel))
+        return str(self.root.joinpath(*rel.split("/")) if rel else self.root)
 
     def _local(self, rel: str) -> Path:
         return self._path(rel)

@@ -24,6 +24,7 @@ from storage.errors import (
     ArtifactIntegrityError,
     ArtifactNotFoundError,
     RecordConflictError,
+    StoreEscapeError,
     write_error,
 )
 from storage.refs import utc_now
@@ -56,13 +57,17 @@ class RecordsMixin:
         return versions[-1] if versions else 0
 
     def list_records(self, kind: str) -> list[str]:
-        """Sorted names of the records of `kind`."""
+        """Sorted names of the records of `kind` (one whose folder leads out of the store
+        through a symbolic link is left out, and reported on the ``storage`` logger)."""
         validate_kind(kind)
-        return sorted(
-            n
-            for n in self._listdir(f"{RECORDS}/{kind}")
-            if not n.startswith(".") and self.record_versions(kind, n)
-        )
+        names = []
+        for n in self._listdir(f"{RECORDS}/{kind}"):
+            try:
+                if not n.startswith(".") and self.record_versions(kind, n):
+                    names.append(n)
+            except StoreEscapeError as e:
+                logger.warning("%s", e)
+        return sorted(names)
 
     def write_record(
         self, kind: str, name: str, data: Mapping[str, Any], *, expected_version: int | None = None

@@ -10,6 +10,7 @@ import scipy.io
 import scipy.sparse as sp
 
 from pipeline.ingest import _common as common
+from pipeline.ingest._checks import check_file
 from pipeline.ingest._common import PathLike, SparseOption, View
 
 __all__ = ["load_mat"]
@@ -134,6 +135,7 @@ def load_mat(
     """
     common.check_sparse_option(sparse)
     p = common.existing_file(path)
+    check_file(p)
     try:
         major, _ = scipy.io.matlab.matfile_version(p)
     except Exception as exc:  # scipy raises several private error types here

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.ingest import _common as common
+from pipeline.ingest._checks import check_file
 from pipeline.ingest._common import PathLike, SparseOption, View
 
 __all__ = ["available_datasets", "load_dataset", "load_npz"]
@@ -64,6 +65,7 @@ def load_npz(
     """
     common.check_sparse_option(sparse)
     p = common.existing_file(path)
+    check_file(p)
     try:
         z = np.load(p, allow_pickle=False)
     except Exception as exc:  # numpy and zipfile raise many error types

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 
 import fastmice
 from pipeline.ingest import _common as common
+from pipeline.ingest._checks import check_file
 from pipeline.ingest._common import LayoutError, PathLike, SparseOption, View
 from storage import write_file_atomic
 from storage.rows import NpyRows
@@ -104,6 +105,7 @@ def _read_array_file(p: Path, mmap_mode: str | None) -> object:
             f"Cannot read {p}: unknown extension {p.suffix!r}; expected one of "
             f"{', '.join(_VIEW_FILE_SUFFIXES)}."
         )
+    check_file(p)  # refuse bytes that cannot be what the name says (empty, forged, pickled)
     try:
         if suffix == ".npy":
             return _read_npy(p, mmap_mode)

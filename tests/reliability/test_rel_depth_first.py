@@ -35,13 +35,13 @@ def test_groups_run_depth_first_on_the_pool(width, registered, blobs, monkeypatc
     lock = threading.Lock()
     real_graph, real_base = fastmice.build_group_graph, fastmice.cluster_group
 
-    def graph(Xs, spec):
+    def graph(Xs, spec, *args, **kwargs):
         with lock:
             events.append(("graph", spec.group_index))
-        return real_graph(Xs, spec)
+        return real_graph(Xs, spec, *args, **kwargs)
 
-    def base(B, spec):
-        out = real_base(B, spec)
+    def base(B, spec, *args, **kwargs):
+        out = real_base(B, spec, *args, **kwargs)
         with lock:
             events.append(("base", spec.group_index))
         return out
