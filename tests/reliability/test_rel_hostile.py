@@ -107,7 +107,7 @@ PARAMETERS = [
     (["cluster", "{f}/good.npz", "--k", "abc"], "invalid int value: 'abc'"),
     (["cluster", "{f}/good.npz", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["cluster"], "the following arguments are required: DATA"),
-    (["cluster", "{f}/good.npz", "--name", "../escape"], "Invalid dataset name (--name) '../escape'"),
+    (["cluster", "{f}/good.npz", "--name", "../escape"], "name (--name) '../escape'"),
     (["cluster", "{f}/good.npz", "--name", "/etc/passwd"], "name (--name) '/etc/passwd'"),
     (["cluster", "{f}/good.npz", "--name", "a\x00b"], "contains a NUL character"),
     (["cluster", "{f}/good\x00.npz"], "contains a NUL character"),
