@@ -44,6 +44,21 @@ def prefect_api():
         yield PREFECT_API_URL.value()
 
 
+@pytest.fixture
+def cli_env(monkeypatch):
+    """Undo the environment defaults ``cli.main.main`` sets for Prefect and Dask (when a test
+    calls it in this process), and clear the variables that would change its store."""
+    for name in ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL",
+                 "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL",
+                 "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL",
+                 "PREFECT_SERVER_ANALYTICS_ENABLED",
+                 "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
+                 "DASK_LOGGING__DISTRIBUTED"):
+        monkeypatch.setenv(name, os.environ.get(name, "WARNING"))
+    for name in ("FASTMICE_DEBUG", "FASTMICE_STORE", "FASTMICE_FAULT"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def blobs():
     """600 samples in 3 dense views (20/30/40 features), 4 clusters, validated views."""

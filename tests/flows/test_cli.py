@@ -24,19 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def cli_env(monkeypatch):
-    """Undo the environment defaults ``main`` sets for Prefect and Dask."""
-    for name in ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL",
-                 "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL",
-                 "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL",
-                 "PREFECT_SERVER_ANALYTICS_ENABLED",
-                 "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
-                 "DASK_LOGGING__DISTRIBUTED"):
-        monkeypatch.setenv(name, os.environ.get(name, "WARNING"))
-    monkeypatch.delenv("FASTMICE_DEBUG", raising=False)
-
-
-@pytest.fixture
 def files(tmp_path, blobs):
     """Data files, good and bad, in tmp_path/files."""
     Xs, y = blobs

@@ -25,7 +25,7 @@ from cli.main import main
 from pipeline.keys import BASE_LABELS, LABELS, RUN
 from storage import DatasetStore, open_store
 
-pytestmark = [pytest.mark.flows, pytest.mark.slow]
+pytestmark = [pytest.mark.flows, pytest.mark.slow, pytest.mark.usefixtures("cli_env")]
 
 
 @pytest.fixture(scope="module")
@@ -49,19 +49,6 @@ def copy(two_runs, tmp_path):
     store_dir = tmp_path / "store"
     shutil.copytree(two_runs[0], store_dir)
     return store_dir, open_store(store_dir), two_runs[1], two_runs[2]
-
-
-@pytest.fixture(autouse=True)
-def cli_env(monkeypatch):
-    """Undo the environment defaults ``main`` sets for Prefect and Dask."""
-    for name in ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL",
-                 "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL",
-                 "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL",
-                 "PREFECT_SERVER_ANALYTICS_ENABLED",
-                 "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
-                 "DASK_LOGGING__DISTRIBUTED"):
-        monkeypatch.setenv(name, os.environ.get(name, "WARNING"))
-    monkeypatch.delenv("FASTMICE_DEBUG", raising=False)
 
 
 def _main(capfd, *argv) -> tuple[int, str, list[str]]:

@@ -24,6 +24,7 @@ from pipeline.keys import RUN
 from storage import DatasetStore, open_store
 
 SECTION = "hostile input"
+pytestmark = pytest.mark.usefixtures("cli_env")
 
 
 @pytest.fixture(scope="module")
@@ -41,20 +42,6 @@ def store_dir(files, tmp_path_factory):
     store.write_record(RUN, "good-run", {"run_id": "good-run", "dataset": "good",
                                          "created": "2026-01-01T00:00:00"})
     return store_dir
-
-
-@pytest.fixture(autouse=True)
-def cli_env(monkeypatch):
-    """Undo the environment defaults ``main`` sets; never start an embedded server."""
-    for name in ("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL",
-                 "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL",
-                 "PREFECT_LOGGING_HANDLERS_CONSOLE_TASK_RUNS_LEVEL",
-                 "PREFECT_SERVER_ANALYTICS_ENABLED",
-                 "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
-                 "DASK_LOGGING__DISTRIBUTED"):
-        monkeypatch.setenv(name, os.environ.get(name, "WARNING"))
-    monkeypatch.delenv("FASTMICE_DEBUG", raising=False)
-    monkeypatch.delenv("FASTMICE_STORE", raising=False)
 
 
 def _refused(argv, expected, store_dir, files, capfd, battery, case=None) -> None:
@@ -135,6 +122,7 @@ def test_bad_parameters_and_names_are_refused(argv, expected, files, store_dir, 
 
 def test_bad_stores_are_refused(files, store_dir, tmp_path, capfd, battery, monkeypatch):
     import fsspec
+    from s3fs import S3FileSystem
 
     cases = [(files["dir"] / "a.npy", "is a file, not a folder"),
              (files["dir"] / "a.npy" / "store", "is a file, so no folder can be created"),
@@ -163,8 +151,10 @@ def test_bad_stores_are_refused(files, store_dir, tmp_path, capfd, battery, monk
     for name, value in {"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "x",
                         "AWS_SECRET_ACCESS_KEY": "y", "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
+    S3FileSystem.clear_instance_cache()  # fsspec caches filesystems with their endpoint
     _refused(["runs", "--store", "s3://unreachable/store"], "cannot be reached", store_dir,
              files, capfd, battery, "`runs --store s3://...` at an endpoint nobody answers")
+    S3FileSystem.clear_instance_cache()
 
 
 def test_symlinks_out_of_the_store_are_not_followed(files, store_dir, tmp_path, capfd,

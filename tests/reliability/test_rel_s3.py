@@ -76,8 +76,11 @@ def _reuse(summary):
 
 def test_cluster_rerun_extend_on_s3_as_on_a_local_store(s3, data, prefect_api, tmp_path,
                                                         monkeypatch, battery):
+    from s3fs import S3FileSystem
+
     for name, value in s3.items():
         monkeypatch.setenv(name, value)
+    S3FileSystem.clear_instance_cache()  # fsspec caches filesystems; the endpoint is bound in
     outputs: list[str] = []
     url = f"s3://fastmice-{uuid.uuid4().hex[:8]}/store"
     local = _sequence(tmp_path / "local", data, prefect_api, {}, outputs)
