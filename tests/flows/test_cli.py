@@ -49,7 +49,7 @@ def populated(registered, tmp_path, blobs):
 
 ERRORS = [
     (["cluster", "{f}/missing.npz"], "No such file or directory"),
-    (["cluster", "{f}/garbage.npz"], "Could not read"),
+    (["cluster", "{f}/garbage.npz"], "is not an .npz archive"),
     (["cluster", "{f}/nolayout.npz"], "has no arrays named view0"),
     (["cluster", "{f}/a.npy", "{f}/short.npy", "--k", "4"], "500"),
     (["cluster", "{f}/blobs.npz", "--k", "1"], r"--k 1 must be >= 2"),
