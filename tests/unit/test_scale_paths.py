@@ -196,3 +196,19 @@ def test_stages_are_recorded_per_thread_on_request(make_blobs):
         with stage("here"), stage("inner"):
             seen["ok"] = True
     assert set(mine) == {"here", "here/inner"}
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_neighbourhood_products_equal_the_plain_products(sparse, monkeypatch):
+    from fastmice import _anchors
+
+    monkeypatch.setattr(_anchors, "_OWN_PRODUCT_ROWS", 5)  # some own products, some shared
+    rng = np.random.default_rng(0)
+    nearest = np.sort(rng.integers(0, 6, 80))
+    nearest[nearest == 3] = 4  # a member without rows
+    X = rng.standard_normal((80, 9))
+    candidate_rows = rng.standard_normal((6, 4, 9))
+    expected = np.einsum("nd,ncd->nc", X, candidate_rows[nearest])
+    got = _anchors._neighbourhood_products(sp.csr_matrix(X) if sparse else X, nearest, 6,
+                                           candidate_rows)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
