@@ -217,8 +217,13 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
     order = np.argsort(nearest, kind="stable")
     X_sorted, nearest = X[order], nearest[order]  # nearest: position among the members
     candidates = index.neighborhoods[members[nearest]]
-    products = _neighbourhood_products(X_sorted, nearest, len(members),
-                                       index.rep_candidate_rows(rep, many_blocks))
+    if sp.issparse(X):  # one sparse product with every anchor the rows can reach
+        reach = np.unique(index.neighborhoods[members])
+        every = np.asarray(X_sorted @ index.anchors[reach].T)
+        products = np.take_along_axis(every, np.searchsorted(reach, candidates), axis=1)
+    else:
+        products = _neighbourhood_products(X_sorted, nearest, len(members),
+                                           index.rep_candidate_rows(rep, many_blocks))
     dist = _finish_distances(products, index.cosine, None if x_sq is None else x_sq[order],
                              index.anchor_sq_norms[candidates])
     best = _smallest(dist, n_neighbors)
@@ -235,9 +240,9 @@ def _neighbourhood_products(X, nearest: np.ndarray, n_members: int,
                             candidate_rows: np.ndarray) -> np.ndarray:
     """Dot products of each row with the neighbourhood of its nearest anchor.
 
-    ``X`` (n, d) has its rows sorted by ``nearest`` (each row's anchor, as a position among
-    ``n_members``); ``candidate_rows`` (n_members, n_candidates, d). Returns (n,
-    n_candidates). A few large products and one batched product of the small ones keep the
+    ``X`` (n, d), dense, has its rows sorted by ``nearest`` (each row's anchor, as a
+    position among ``n_members``); ``candidate_rows`` (n_members, n_candidates, d). Returns
+    (n, n_candidates). A few large products and one batched product of the small ones keep the
     Python loop short (it holds the GIL, which the other groups' threads wait for).
     """
     counts = np.bincount(nearest, minlength=n_members)
@@ -245,8 +250,6 @@ def _neighbourhood_products(X, nearest: np.ndarray, n_members: int,
     products = np.empty((X.shape[0], candidate_rows.shape[1]),
                         dtype=np.result_type(X.dtype, candidate_rows.dtype))
     own = counts > _OWN_PRODUCT_ROWS
-    if sp.issparse(X):
-        own = counts > 0
     for member in np.flatnonzero(own):
         rows = slice(starts[member], starts[member] + counts[member])
         products[rows] = X[rows] @ candidate_rows[member].T
