@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
-from cli.output import CommandError, Output, run_text
+from cli.output import CommandError, Output, fsck_text, run_text
 from pipeline.ingest import default_dataset_name, read_data, register_batch
+from pipeline.keys import RUN
 from pipeline.params import ensemble_params
 from pipeline.plans import plan_extend, plan_recluster
 from pipeline.resources import check_memory, parse_size
-from pipeline.results import export_labels
+from pipeline.results import export_labels, labels_damage, rebuild_labels
 from pipeline.runs import list_runs, new_run_id, read_run, run_summary
 from storage import DatasetStore, open_store, validate_name
+from storage.fsck import check_store
 
-__all__ = ["cmd_append", "cmd_cluster", "cmd_extend", "cmd_recluster", "cmd_runs", "cmd_show"]
+__all__ = ["cmd_append", "cmd_cluster", "cmd_extend", "cmd_fsck", "cmd_recluster", "cmd_runs",
+           "cmd_show"]
 
 
 def _check_out(path: str | None) -> Path | None:
@@ -162,9 +166,10 @@ def cmd_runs(args: argparse.Namespace, output: Output) -> None:
 
 
 def cmd_show(args: argparse.Namespace, output: Output) -> None:
-    """Show one run's record (no Prefect)."""
+    """Show one run's record (no Prefect); a lost labels table is rebuilt from the consensus."""
     store = open_store(args.store)
     record = read_run(store, args.run)
+    _check_labels(store, record, output)
     text = run_text(run_summary(record)) + (
         f"created    {record['created']}\n"
         f"batches    {record['batches']} (anchors from {record['anchor_batches']})\n"
@@ -173,3 +178,41 @@ def cmd_show(args: argparse.Namespace, output: Output) -> None:
                                   for g in record["groups"]) + "   (* computed in this run)\n"
         f"sizes      {record['cluster_sizes']}\n")
     output.result(record, text)
+
+
+def _check_labels(store: Any, record: dict[str, Any], output: Output) -> None:
+    """Make sure the run's labels table is readable: rebuild it if it can, else say how."""
+    reason = labels_damage(store, record) if record.get("labels") else None
+    if reason is None:
+        return
+    if not rebuild_labels(store, record):
+        raise CommandError(
+            f"The labels of run {record['run_id']} ({record['labels_path']}) are "
+            f"{'missing' if reason == 'missing' else 'corrupt: ' + reason} and cannot be "
+            f"rebuilt (its consensus is gone too); rerun the command that made the run to "
+            f"recompute them.")
+    text = (f"The labels of run {record['run_id']} were "
+            f"{'missing' if reason == 'missing' else 'corrupt (' + reason + ')'}; rebuilt from "
+            f"the stored consensus ({record['labels_path']}).")
+    logging.getLogger("storage").warning(text)
+
+
+def cmd_fsck(args: argparse.Namespace, output: Output) -> int:
+    """Verify (and with ``--repair`` mend) the store; status 1 if something still needs you."""
+    store = open_store(args.store)
+    report = check_store(store, repair=args.repair)
+    runs = [r for (kind, _), r in sorted(report.records.items()) if kind == RUN]
+    for record in runs:
+        if record.get("labels") is None or labels_damage(
+                store, record, quarantine=args.repair) is None:
+            continue
+        if not args.repair:
+            done, left = "fsck --repair rebuilds it from the stored consensus", True
+        elif rebuild_labels(store, record):
+            done, left = "rebuilt from the stored consensus", False
+        else:
+            done, left = "cannot be rebuilt (its consensus is gone): rerun its command", True
+        report.add("lost-labels", f"run {record['run_id']}", "labels table missing or corrupt",
+                   done, left)
+    output.result(report.to_dict(), fsck_text(report))
+    return 1 if report.problems else 0

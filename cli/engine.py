@@ -13,6 +13,7 @@ import socket
 import threading
 from typing import Any
 
+from cli.embedded_api import guard_server, reap_stale_servers
 from cli.output import CommandError, Output, ProgressBar
 
 __all__ = ["check_dask", "configure_environment", "run_flow", "start_embedded_api"]
@@ -60,19 +61,36 @@ def start_embedded_api() -> None:
     The server is a subprocess that takes ~10 s to be ready; started while the data are
     copied into the store, it is ready sooner. Call it while file
     descriptor 1 is redirected: the server inherits it. :func:`run_flow` waits for it.
+    The server lives no longer than this command, however the command ends
+    (:mod:`cli.embedded_api`), and a server left by an earlier command is stopped first.
     """
     global _api_start
+    if _api_start is not None:
+        return
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return  # a server is set: no need to import the server's code (~2.5 s)
     # Imported here, in the main thread: importing prefect from two threads at once can
     # hand one of them a partially initialised module.
     from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return
+    home = PREFECT_HOME.value()
+    server = SubprocessASGIServer()  # the instance Prefect's client will use too
+    launch = server._run_uvicorn_command
+
+    def launch_guarded() -> Any:
+        process = launch()
+        guard_server(process.pid, home)
+        return process
+
+    server._run_uvicorn_command = launch_guarded
 
     def start() -> None:
+        with contextlib.suppress(OSError):
+            reap_stale_servers(home)
         with contextlib.suppress(Exception):  # the flow run starts it again and reports why
-            SubprocessASGIServer().start()
+            server.start()
 
     _api_start = threading.Thread(target=start, name="fastmice-api-start", daemon=True)
     _api_start.start()
@@ -82,6 +100,7 @@ def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | Non
              **parameters: Any) -> dict[str, Any]:
     """Run one of the pipeline's flows in this process, with the progress bar, on
     :func:`flows.runners.task_runner` ``(n_jobs, dask)``."""
+    start_embedded_api()  # if the command has not started it yet
     if _api_start is not None:
         _api_start.join()  # the flow must not find a server that is started but not ready
     from flows import pipeline

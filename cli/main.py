@@ -1,12 +1,14 @@
 """The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
 
-Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``; each has
-``--help``. Human-readable output and a progress bar over view groups by default; with
+Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``;
+each has ``--help``. Human-readable output and a progress bar over view groups by default; with
 ``--json``, exactly one JSON object on stdout (Prefect's and Dask's logs go to stderr).
 
 Every input is validated before anything is written, so an unreadable file, a wrong layout,
-mismatched views, a bad parameter or an unknown run exits with status 1 and a one-line
-message, and leaves the store as it was. ``--verbose`` shows Prefect's logs; set
+mismatched views, a bad parameter, a bad ``--store``, an unknown run or a usage error exits
+with status 1 and a one-line message, and leaves the store as it was. What the store heals on
+the way (a corrupt file set aside, a damaged batch restored) is reported one line each, as
+``fastmice COMMAND: warning: ...`` on stderr. ``--verbose`` shows Prefect's logs; set
 ``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show`` and ``append`` never import
 Prefect.
 """
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -23,19 +27,23 @@ from typing import Any, NoReturn
 from cli import commands
 from cli.engine import configure_environment
 from cli.options import add_ensemble_options, add_jobs_option
-from cli.output import Output, message
+from cli.output import Output, message, store_warnings
+from cli.stores import checked_store
 
 __all__ = ["build_parser", "main"]
 
-#: Exit status of every reported error (argparse usage errors exit with 2).
+#: Exit status of every reported error, usage errors included.
 ERROR_STATUS = 1
+#: The subcommands that write to the store (``fsck`` too, with ``--repair``).
+WRITERS = ("cluster", "extend", "append", "recluster")
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line."""
+    """An argument parser whose usage errors are one line, with the status of every error."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        message = " ".join(message.split())
+        self.exit(ERROR_STATUS, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _common(parser: argparse.ArgumentParser, *, runs_flow: bool = False) -> None:
@@ -121,6 +129,19 @@ def _add_listing(sub: argparse._SubParsersAction) -> None:
     _finish(p, commands.cmd_show)
 
 
+def _add_fsck(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fsck", help="check (and repair) the store",
+                       description="Verify every checksum and every reference of the store "
+                                   "and say what was found; with --repair, set corrupt files "
+                                   "aside in quarantine, rebuild lost labels tables from their "
+                                   "consensus and remove old leftovers of killed writes. Exit "
+                                   "status 1 if something still needs you (a damaged input "
+                                   "batch: register the same data again).")
+    p.add_argument("--repair", action="store_true",
+                   help="repair what can be repaired (default: only report)")
+    _finish(p, commands.cmd_fsck)
+
+
 def _finish(p: argparse.ArgumentParser, handler: Any, *, runs_flow: bool = False,
             jobs: bool = False) -> None:
     """The options every subcommand shares, ``--n-jobs`` if ``jobs``, and the handler."""
@@ -138,19 +159,33 @@ def build_parser() -> argparse.ArgumentParser:
                                  "Run `fastmice COMMAND --help` for a command's options.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
-    for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing):
+    for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing,
+                _add_fsck):
         add(sub)
     return parser
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fastmice`` console script; returns the exit status."""
+    """Entry point of the ``fastmice`` console script; returns the exit status.
+
+    ``SIGTERM`` is handled as ``SIGINT`` is: the command stops cleanly (finished steps are
+    stored, Prefect's embedded server is stopped) and says to rerun it to resume.
+    """
     args = build_parser().parse_args(argv)
     configure_environment(args.verbose)
     output = Output(args.json)
     started = time.time()
+    previous = signal.signal(signal.SIGTERM, _interrupted) \
+        if threading.current_thread() is threading.main_thread() else None
     try:
-        args.handler(args, output)
+        with store_warnings(args.command, output):
+            writes = args.command in WRITERS or getattr(args, "repair", False)
+            args.store = checked_store(args.store, writes=writes)
+            status = args.handler(args, output) or 0
     except KeyboardInterrupt:
         print("fastmice: interrupted; rerun the same command to resume.", file=sys.stderr)
         return 130
@@ -163,9 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fastmice {args.command}: error: {text}", file=sys.stderr)
         return ERROR_STATUS
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if os.environ.get("FASTMICE_DEBUG"):
             print(f"fastmice: {time.time() - started:.1f} s", file=sys.stderr)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["CommandError", "Output", "ProgressBar", "message", "run_text"]
+__all__ = ["CommandError", "Output", "ProgressBar", "fsck_text", "message", "run_text",
+           "store_warnings"]
 
 
 class CommandError(Exception):
@@ -25,6 +27,7 @@ class Output:
 
     def __init__(self, json_mode: bool) -> None:
         self.json_mode = json_mode
+        self.warnings: list[str] = []
         self._stdout: int | None = None
 
     @contextlib.contextmanager
@@ -41,13 +44,47 @@ class Output:
             self._stdout = None
 
     def result(self, obj: dict[str, Any], text: str) -> None:
-        """Write the result: ``obj`` as one JSON line, or ``text``."""
+        """Write the result: ``obj`` as one JSON line (with ``warnings`` if there were any),
+        or ``text``."""
+        if self.warnings and self.json_mode:
+            obj = {**obj, "warnings": list(self.warnings)}
         out = json.dumps(obj, default=str) + "\n" if self.json_mode else text
         data = out.encode()
         fd = self._stdout if self._stdout is not None else 1
         sys.stdout.flush()
         while data:
             data = data[os.write(fd, data):]
+
+
+class _WarningLines(logging.Handler):
+    """Each warning of the store (a quarantine, a restore) as one line on stderr."""
+
+    def __init__(self, command: str, output: Output) -> None:
+        super().__init__(logging.WARNING)
+        self.command, self.output = command, output
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = " ".join(record.getMessage().split())
+        self.output.warnings.append(text)
+        sys.stderr.write(f"fastmice {self.command}: warning: {text}\n")
+        sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def store_warnings(command: str, output: Output) -> Iterator[None]:
+    """Report what the store heals (corrupt files set aside, batches restored) one line each,
+    on stderr and in ``output.warnings``, while the command runs."""
+    logger = logging.getLogger("storage")
+    handler = _WarningLines(command, output)
+    propagate, level = logger.propagate, logger.level
+    logger.addHandler(handler)
+    logger.propagate = False  # not twice, through Prefect's console handler
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate, logger.level = propagate, level
 
 
 class ProgressBar:
@@ -104,3 +141,20 @@ def run_text(summary: dict[str, Any]) -> str:
         lines.append("scores     " + "  ".join(f"{name} {scores[key]:.4f}" for key, name in (
             ("nmi", "NMI"), ("ari", "ARI"), ("acc", "ACC"), ("purity", "purity"))))
     return "\n".join(lines) + "\n"
+
+
+def fsck_text(report: Any) -> str:
+    """What ``fastmice fsck`` prints: what was checked, each finding, the verdict."""
+    counts = report.counts
+    lines = [f"store      {report.store}",
+             f"checked    {counts.get('artifacts', 0)} artifacts, {counts.get('records', 0)} "
+             f"record versions, {counts.get('references', 0)} references; "
+             f"{counts.get('quarantined', 0)} entries in quarantine",
+             *(f"found      {f.line()}" for f in report.findings)]
+    if not report.findings:
+        verdict = "sound"
+    else:
+        verdict = f"{len(report.findings)} findings, {report.problems} needing action"
+        if report.problems and not report.repair:
+            verdict += " (fastmice fsck --repair repairs what it can)"
+    return "\n".join([*lines, f"status     {verdict}"]) + "\n"

@@ -1,10 +1,11 @@
 """The fastmice Prefect flows: ``cluster_flow``, ``extend_flow`` and ``recluster_flow``.
 
 Each builds a plan (:mod:`pipeline.plans`) and runs it with :func:`run_plan`: draw the view
-groups; per group, fanned out on the flow's task runner, build the graph on the anchor
-batches, place every later batch with the group's anchors and compute the base clustering;
-wait for every group; then the consensus, and the results (labels table, scores, run
-record, Prefect artifacts).
+groups; per group, fanned out on the flow's task runner depth first (:mod:`flows.groups`:
+a group's steps follow each other, as many groups at once as the runner has workers), build
+the graph on the anchor batches, place every later batch with the group's anchors and
+compute the base clustering; wait for every group; then the consensus, and the results
+(labels table, scores, run record, Prefect artifacts).
 
 Every task reuses what the store already holds (:mod:`pipeline.reuse`), so a rerun computes
 nothing, a run killed at any point resumes with the unfinished groups only, ``extend``
@@ -21,97 +22,23 @@ so); a flow called as it is runs on the default pool (``task_runner()``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.futures import PrefectFuture, as_completed, wait
+from prefect.context import FlowRunContext
 
-from flows.progress import GroupProgress
-from flows.runners import task_runner
+from flows.groups import GroupsFailedError, run_groups
+from flows.runners import runner_width, task_runner
 from pipeline.params import PARAM_NAMES
 from pipeline.plans import Plan, plan_cluster, plan_extend, plan_recluster
-from pipeline.results import GroupOutcome, run_record
+from pipeline.results import run_record
 from pipeline.runs import new_run_id, run_summary
 from storage import open_store, utc_now
-from tasks.consensus import base_cluster, consensus
-from tasks.graphs import build_graph, transform_graph
+from tasks.consensus import consensus
 from tasks.results import report_run, write_results
 from tasks.specs import draw_groups
 
 __all__ = ["GroupsFailedError", "cluster_flow", "extend_flow", "recluster_flow", "run_plan"]
-
-
-class GroupsFailedError(RuntimeError):
-    """Some view groups failed; the others are stored, and a rerun resumes with the failed."""
-
-
-@dataclass
-class _Group:
-    """The task runs of one view group: its graph, its later batches' rows, its base labels."""
-
-    index: int
-    graph: PrefectFuture
-    rows: list[PrefectFuture]
-    base: PrefectFuture
-
-    def futures(self) -> list[PrefectFuture]:
-        return [self.graph, *self.rows, self.base]
-
-    def failure(self, later: list[dict[str, Any]]) -> str | None:
-        """``"<task run>: <state message>"`` of the first of the group's unfinished tasks."""
-        names = [f"graph-{self.index}", *(f"rows-{self.index}-batch-{b['batch_id']}"
-                                          for b in later), f"base-{self.index}"]
-        for name, future in zip(names, self.futures(), strict=True):
-            if not future.state.is_completed():
-                return f"{name}: {future.state.message or future.state.name}"
-        return None
-
-    def outcome(self) -> GroupOutcome:
-        return GroupOutcome(self.graph.result(), [r.result() for r in self.rows],
-                            self.base.result())
-
-
-def _submit_groups(store_url: str, plan: Plan, params: dict[str, Any],
-                   specs: list[dict[str, Any]]) -> list[_Group]:
-    """Submit every group's graph, later-batch rows and base clustering to the task runner.
-
-    All graphs first, then all rows, then all bases: a thread-pool worker waiting for an
-    upstream task only ever waits for one submitted before it, and the first tasks the
-    workers pick are graphs, which can all run at once.
-    """
-    later = plan.later_batches
-    graphs = [build_graph.submit(store_url, plan.anchor_data, params, spec) for spec in specs]
-    rows = [[transform_graph.submit(store_url, plan.anchor_data, params, spec, batch, graph)
-             for batch in later] for spec, graph in zip(specs, graphs, strict=True)]
-    bases = [base_cluster.submit(store_url, plan.anchor_data, plan.data, params, spec, graph, r,
-                                 plan.warm_partition(spec["group_index"]))
-             for spec, graph, r in zip(specs, graphs, rows, strict=True)]
-    return [_Group(spec["group_index"], *futures)
-            for spec, *futures in zip(specs, graphs, rows, bases, strict=True)]
-
-
-def _wait_for(groups: list[_Group], later: list[dict[str, Any]], description: str) -> None:
-    """Report progress as tasks finish, wait for every one, raise if any group failed.
-
-    Raises
-    ------
-    GroupsFailedError
-        Naming the failed groups and their first failing task, after every other group has
-        finished and been stored (never a cancelled sibling: PREFECT.md section 3.4).
-    """
-    every = [f for group in groups for f in group.futures()]
-    progress = GroupProgress(len(every), len(groups), description)
-    bases = {group.base.task_run_id for group in groups}
-    for future in as_completed(every):
-        progress.step(future.task_run_id in bases)
-    wait(every)  # sets each future's final state (as_completed does not)
-    failures = [(g.index, message) for g in groups if (message := g.failure(later))]
-    if failures:
-        detail = "; ".join(f"group {g} ({msg})" for g, msg in failures[:5])
-        raise GroupsFailedError(
-            f"{len(failures)} of {len(groups)} view groups failed: {detail}. The other groups "
-            f"are stored; rerun the same command to resume.")
 
 
 def run_plan(store_url: str, plan: Plan, run_name: str | None = None) -> dict:
@@ -145,11 +72,11 @@ def run_plan(store_url: str, plan: Plan, run_name: str | None = None) -> dict:
                           plan.params.n_clusters, n_groups)
 
     specs = draw_groups(store_url, plan.anchor_data, params, 0, n_groups)
-    groups = _submit_groups(store_url, plan, params, specs)
-    _wait_for(groups, plan.later_batches,
-              f"fastmice {plan.kind} {run_id}: {n_groups} view groups")
+    context = FlowRunContext.get()
+    width = runner_width(context.task_runner if context else None, plan.params.n_jobs)
+    outcomes = run_groups(store_url, plan, params, specs, width,
+                          f"fastmice {plan.kind} {run_id}: {n_groups} view groups")
     groups_seconds = time.time() - started
-    outcomes = [group.outcome() for group in groups]
     agreed = consensus(store_url, [outcome.base for outcome in outcomes], params,
                        plan.warm_start and plan.warm_start["consensus"])
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,

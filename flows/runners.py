@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import Any
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from pipeline.params import task_workers
 
-__all__ = ["task_runner"]
+__all__ = ["runner_width", "task_runner"]
 
 
 def task_runner(n_jobs: int | None = None, dask_address: str | None = None) -> Any:
@@ -33,3 +35,16 @@ def task_runner(n_jobs: int | None = None, dask_address: str | None = None) -> A
                                               "processes": True, "dashboard_address": None})
     address = dask_address if "://" in dask_address else f"tcp://{dask_address}"
     return DaskTaskRunner(address=address)
+
+
+def runner_width(runner: Any, n_jobs: int | None = None) -> int:
+    """How many task runs ``runner`` (a flow's task runner) executes at once: a thread pool's
+    workers, a Dask cluster's threads, else :func:`~pipeline.params.task_workers` ``(n_jobs)``."""
+    workers = getattr(runner, "_max_workers", None)
+    if isinstance(workers, int) and 0 < workers < sys.maxsize:
+        return workers
+    client = getattr(runner, "_client", None)
+    if client is not None:
+        with contextlib.suppress(Exception):
+            return max(1, sum(client.nthreads().values()))
+    return task_workers(n_jobs)

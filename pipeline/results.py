@@ -2,7 +2,8 @@
 
 :func:`run_record` writes down a run whose groups and consensus are done; :func:`finish_run`
 adds the labels table and the scores and stores the record; :func:`export_labels` copies the
-labels to a file.
+labels to a file; :func:`labels_damage` and :func:`rebuild_labels` find and mend a run's
+missing or corrupt labels table (from its consensus).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from typing import Any
 import numpy as np
 
 import fastmice
-from pipeline.keys import LABELS, RUN, labels_key
+from pipeline.keys import LABELS, RUN, dataset_ref, labels_key
 from pipeline.plans import Plan
 from pipeline.runs import read_run
-from storage import DatasetStore, labels_table, utc_now, write_file_atomic
+from storage import ArtifactNotFoundError, DatasetStore, labels_table, utc_now, write_file_atomic
 
-__all__ = ["GroupOutcome", "export_labels", "finish_run", "run_record"]
+__all__ = ["GroupOutcome", "export_labels", "finish_run", "labels_damage", "rebuild_labels",
+           "run_record"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,23 @@ def _ground_truth(datasets: DatasetStore, name: str, batch_ids: list[int]) -> np
     return datasets.load_labels(name, batches=batch_ids)
 
 
+def _store_labels(store: Any, record: dict[str, Any],
+                  data: dict[str, Any]) -> tuple[Any, np.ndarray, float]:
+    """Write the labels table of a run whose consensus is stored; ``(ref, labels, seconds
+    spent writing)``."""
+    batch_ids = [b["batch_id"] for b in data["batches"]]
+    labels = np.asarray(store.get(record["consensus"])["labels"])
+    metadata = {"run_id": record["run_id"], "dataset": data["name"],
+                "n_clusters": record["n_clusters"],
+                "random_state": record["params"]["random_state"],
+                "root_seed": record["root_seed"], "code_version": fastmice.CODE_VERSION}
+    ids = DatasetStore(store).load_ids(data["name"], batches=batch_ids)
+    table = labels_table(ids, {"label": labels}, metadata)
+    with fastmice.record_stages(this_thread=True) as seconds, fastmice.stage("write"):
+        ref = store.put(LABELS, labels_key(record["consensus"]["key"], data), table)
+    return ref, labels, seconds["write"]
+
+
 def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """Write the labels table and the run record of a run whose consensus is stored.
 
@@ -141,20 +160,11 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
         (:func:`fastmice.metrics.clustering_scores`; None without ground truth),
         ``cluster_sizes``, ``finished`` and ``seconds``.
     """
-    datasets = DatasetStore(store)
-    batch_ids = [b["batch_id"] for b in data["batches"]]
-    labels = np.asarray(store.get(record["consensus"])["labels"])
-    metadata = {"run_id": record["run_id"], "dataset": data["name"],
-                "n_clusters": record["n_clusters"],
-                "random_state": record["params"]["random_state"],
-                "root_seed": record["root_seed"], "code_version": fastmice.CODE_VERSION}
-    table = labels_table(datasets.load_ids(data["name"], batches=batch_ids), {"label": labels},
-                         metadata)
-    with fastmice.record_stages(this_thread=True) as seconds, fastmice.stage("write"):
-        ref = store.put(LABELS, labels_key(record["consensus"]["key"], data), table)
+    ref, labels, write_seconds = _store_labels(store, record, data)
     stages = dict(record.get("stages", {}))
-    stages["write"] = round(stages.get("write", 0.0) + seconds["write"], 3)
-    truth = _ground_truth(datasets, data["name"], batch_ids)
+    stages["write"] = round(stages.get("write", 0.0) + write_seconds, 3)
+    truth = _ground_truth(DatasetStore(store), data["name"],
+                          [b["batch_id"] for b in data["batches"]])
     path = store.local_path(ref)
     record = {
         **record,
@@ -168,6 +178,34 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
     }
     store.write_record(RUN, record["run_id"], record)
     return record
+
+
+def labels_damage(store: Any, record: dict[str, Any], *, quarantine: bool = True) -> str | None:
+    """Why a run's labels table cannot be read (``"missing"``, ``"sha256 mismatch..."``), or
+    None. A corrupt table is set aside in quarantine, as by any read (unless told not to)."""
+    ref = record["labels"]
+    try:
+        return store.verify(ref["kind"], ref["key"], quarantine=quarantine)
+    except ArtifactNotFoundError:
+        return "missing"
+
+
+def rebuild_labels(store: Any, record: dict[str, Any]) -> bool:
+    """Store again a run's missing labels table, from its stored consensus; whether it could.
+
+    It cannot when the consensus is gone too (rerun the command that made the run: it
+    recomputes what is missing) or when the run's batches no longer match its dataset.
+    """
+    if not store.exists(record["consensus"]["kind"], record["consensus"]["key"]):
+        return False
+    try:
+        data = dataset_ref(DatasetStore(store).manifest(record["dataset"]), record["batches"])
+    except (ArtifactNotFoundError, ValueError):
+        return False
+    if labels_key(record["consensus"]["key"], data) != record["labels"]["key"]:
+        return False
+    _store_labels(store, record, data)
+    return True
 
 
 def export_labels(store: Any, run_id: str, path: str | os.PathLike[str]) -> Path:

@@ -4,6 +4,10 @@ A step's outputs are named by content keys before it runs; if every one is store
 the step is skipped, otherwise it is computed and its outputs are stored. That is what makes
 a rerun free and a run killed at any point resumable; nothing else (no Prefect result
 cache) decides whether work is done.
+
+A step is computed under the store lock named by its last output (:mod:`storage.locks`): two
+commands running the same step at once compute it once, the second waiting and then reusing
+the first's outputs; a lock dies with its owner, so a killed command never blocks the next.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import fastmice
+from storage import faults
 
 __all__ = ["stored_or_computed", "stored_refs"]
 
@@ -54,8 +59,14 @@ def stored_or_computed(store: Any, outputs: Outputs,
     refs = stored_refs(store, outputs)
     if refs is not None:
         return refs, False
-    objects = compute()
-    with fastmice.stage("write"):
-        refs = [store.put(kind, key, obj).to_dict()
-                for (kind, key), obj in zip(outputs, objects, strict=True)]
+    last_kind, last_key = outputs[-1]
+    with store.lock(f"{last_kind}.{last_key}"):
+        refs = stored_refs(store, outputs)  # stored by another process while we waited
+        if refs is not None:
+            return refs, False
+        objects = compute()
+        faults.fault_point(f"compute:{last_kind}")
+        with fastmice.stage("write"):
+            refs = [store.put(kind, key, obj).to_dict()
+                    for (kind, key), obj in zip(outputs, objects, strict=True)]
     return refs, True

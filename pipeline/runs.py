@@ -14,7 +14,7 @@ import secrets
 from typing import Any
 
 from pipeline.keys import RUN
-from storage import ArtifactNotFoundError, validate_name
+from storage import ArtifactIntegrityError, ArtifactNotFoundError, validate_name
 
 __all__ = ["SUMMARY_KEYS", "list_runs", "new_run_id", "read_run", "run_summary"]
 
@@ -31,6 +31,9 @@ def read_run(store: Any, run_id: str) -> dict[str, Any]:
     ------
     ArtifactNotFoundError
         If there is no such run (the message says how to list them).
+    ArtifactIntegrityError
+        If its record is corrupt (it has been set aside in quarantine, and the run is no
+        longer listed).
     """
     validate_name(run_id, "run id")
     try:
@@ -41,11 +44,20 @@ def read_run(store: Any, run_id: str) -> dict[str, Any]:
 
 
 def list_runs(store: Any, dataset: str | None = None) -> list[dict[str, Any]]:
-    """Records of every run (of ``dataset`` only, if given), oldest first."""
-    runs = [store.read_record(RUN, name) for name in store.list_records(RUN)]
+    """Records of every run (of ``dataset`` only, if given), oldest first.
+
+    A corrupt run record hides only that run: the store sets it aside in quarantine and
+    reports it (on the ``storage`` logger), and the other runs are listed.
+    """
+    runs = []
+    for name in store.list_records(RUN):
+        try:
+            runs.append(store.read_record(RUN, name))
+        except (ArtifactIntegrityError, ArtifactNotFoundError):
+            continue  # quarantined (and reported), or removed meanwhile
     if dataset is not None:
-        runs = [r for r in runs if r["dataset"] == dataset]
-    return sorted(runs, key=lambda r: r["created"])
+        runs = [r for r in runs if r.get("dataset") == dataset]
+    return sorted(runs, key=lambda r: str(r.get("created", "")))
 
 
 def new_run_id(store: Any, dataset: str, run_name: str | None = None) -> str:

@@ -17,7 +17,13 @@ from storage._version import FORMAT_VERSION, __version__
 from storage.atomic import write_file_atomic
 from storage.base import ArtifactRef, ArtifactStore, BaseStore, utc_now
 from storage.datasets import DatasetStore
-from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, RecordConflictError
+from storage.errors import (
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+    DamagedBatchError,
+    RecordConflictError,
+    StoreWriteError,
+)
 from storage.fsspec_store import FsspecStore
 from storage.keys import content_key
 from storage.local import LocalStore
@@ -33,10 +39,12 @@ __all__ = [
     "ArtifactRef",
     "ArtifactStore",
     "BaseStore",
+    "DamagedBatchError",
     "DatasetStore",
     "FsspecStore",
     "LocalStore",
     "RecordConflictError",
+    "StoreWriteError",
     "__version__",
     "content_key",
     "labels_from_table",

@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from storage import _codecs
+from storage import _codecs, faults
 from storage._names import validate_kind, validate_name
 from storage._version import FORMAT_VERSION, __version__
 from storage.backend import META_FILE, QUARANTINE, RECORDS
-from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError
+from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, write_error
 from storage.refs import ArtifactRef, RefLike, as_ref, utc_now
 
 __all__ = ["ArtifactsMixin"]
@@ -110,12 +110,17 @@ class ArtifactsMixin:
             "fastmice_version": _fastmice_version(),
             "metadata": extra,
         }
-        self._publish(
-            self._artifact_dir(kind, key),
-            _codecs.FILE_NAMES[fmt],
-            lambda f: _codecs.encode(fmt, prepared, f),
-            meta,
-        )
+        stage = f"write:{kind}"
+        try:
+            self._publish(
+                self._artifact_dir(kind, key),
+                _codecs.FILE_NAMES[fmt],
+                lambda f: _codecs.encode(fmt, prepared, faults.guard_writes(f, stage)),
+                meta,
+            )
+        except OSError as e:
+            raise write_error(e, f"artifact {kind}/{key}", self.url) from e
+        faults.fault_point(f"published:{kind}")
         return ArtifactRef(kind, key, fmt)
 
     def get(self, ref: RefLike, *, mmap: bool = False, rows: bool = False) -> Any:
@@ -164,6 +169,26 @@ class ArtifactsMixin:
                 f"cannot be decoded as {ref.format} ({type(e).__name__}: {e})",
                 rel,
             )
+
+    def verify(self, kind: str, key: str, *, quarantine: bool = False) -> str | None:
+        """Why the artifact ``(kind, key)`` is corrupt, or ``None`` if it is valid.
+
+        Checks ``meta.json`` and the data file's size and sha256 (as every read does). With
+        ``quarantine`` a corrupt artifact is moved to ``<root>/quarantine/`` (as a read
+        would); without it nothing is changed (``fastmice fsck`` without ``--repair``).
+
+        Raises
+        ------
+        ArtifactNotFoundError
+            If there is no such artifact (no ``meta.json``).
+        """
+        validate_kind(kind)
+        validate_name(key, "key")
+        try:
+            self._check(kind, key, quarantine=quarantine)
+        except ArtifactIntegrityError as e:
+            return e.reason
+        return None
 
     def exists(self, kind: str, key: str) -> bool:
         """Whether a valid artifact is stored under ``(kind, key)``.
@@ -257,21 +282,27 @@ class ArtifactsMixin:
         return path
 
     def quarantined(self) -> list[dict[str, Any]]:
-        """What has been moved to ``<root>/quarantine/`` (kind, key, reason, when, where)."""
+        """What has been moved to ``<root>/quarantine/``: corrupt artifacts (``kind``,
+        ``key``) and record versions (``kind``, ``record``, ``version``), each with its
+        ``reason``, when it was ``detected`` and the ``path`` it was moved to."""
         out = []
         for kind in self._listdir(QUARANTINE):
-            for entry in self._listdir(f"{QUARANTINE}/{kind}"):
-                rel = f"{QUARANTINE}/{kind}/{entry}"
+            sub = f"{QUARANTINE}/{kind}"
+            entries = ([(f"{sub}/{k}", k, e) for k in self._listdir(sub)
+                        for e in self._listdir(f"{sub}/{k}")] if kind == RECORDS else
+                       [(sub, kind, e) for e in self._listdir(sub)])
+            for parent, entry_kind, entry in entries:
+                rel = f"{parent}/{entry}"
                 try:
                     info = json.loads(self._read_bytes(f"{rel}/quarantine.json"))
                 except (FileNotFoundError, ValueError):
-                    info = {"kind": kind, "key": entry.rsplit(".", 2)[0]}
+                    info = {"kind": entry_kind, "key": entry.rsplit(".", 2)[0]}
                 out.append({**info, "path": self._display(rel)})
         return sorted(out, key=lambda d: str(d.get("detected", "")))
 
     # ------------------------------------------------------------------ verification
 
-    def _read_meta(self, kind: str, key: str) -> dict[str, Any]:
+    def _read_meta(self, kind: str, key: str, *, quarantine: bool = True) -> dict[str, Any]:
         rel = f"{self._artifact_dir(kind, key)}/{META_FILE}"
         try:
             raw = self._read_bytes(rel)
@@ -288,12 +319,15 @@ class ArtifactsMixin:
             int(meta["size"])
             str(meta["sha256"])
         except (ValueError, KeyError, TypeError) as e:
-            self._integrity(kind, key, f"{META_FILE} is unreadable ({type(e).__name__}: {e})", rel)
+            self._integrity(kind, key, f"{META_FILE} is unreadable ({type(e).__name__}: {e})", rel,
+                            quarantine=quarantine)
         return meta
 
-    def _check(self, kind: str, key: str, *, load: bool = False) -> tuple[dict[str, Any], Any]:
-        """``(meta, source)`` of a valid artifact; quarantine and raise if it is not valid."""
-        meta = self._read_meta(kind, key)
+    def _check(self, kind: str, key: str, *, load: bool = False,
+               quarantine: bool = True) -> tuple[dict[str, Any], Any]:
+        """``(meta, source)`` of a valid artifact; quarantine (unless told not to) and raise
+        if it is not valid."""
+        meta = self._read_meta(kind, key, quarantine=quarantine)
         rel = f"{self._artifact_dir(kind, key)}/{meta['file']}"
         source = None
         try:
@@ -306,38 +340,35 @@ class ArtifactsMixin:
                 raise ArtifactNotFoundError(
                     f"Artifact {kind}/{key} was removed from store {self.url} while being read."
                 ) from None
-            self._integrity(kind, key, f"its data file {meta['file']} is missing", rel)
+            self._integrity(kind, key, f"its data file {meta['file']} is missing", rel,
+                            quarantine=quarantine)
+        reason = None
         if size != int(meta["size"]):
-            self._integrity(
-                kind,
-                key,
-                f"truncated or resized: {size} bytes where {meta['size']} were written",
-                rel,
-            )
-        if sha != meta["sha256"]:
-            self._integrity(
-                kind,
-                key,
-                f"sha256 mismatch: file has {sha[:12]}..., meta.json records "
-                f"{str(meta['sha256'])[:12]}...",
-                rel,
-            )
+            reason = f"truncated or resized: {size} bytes where {meta['size']} were written"
+        elif sha != meta["sha256"]:
+            reason = (f"sha256 mismatch: file has {sha[:12]}..., meta.json records "
+                      f"{str(meta['sha256'])[:12]}...")
+        if reason is not None:
+            self._integrity(kind, key, reason, rel, quarantine=quarantine)
         return meta, source
 
-    def _integrity(self, kind: str, key: str, reason: str, rel: str) -> NoReturn:
+    def _integrity(self, kind: str, key: str, reason: str, rel: str, *,
+                   quarantine: bool = True) -> NoReturn:
         where = self._display(rel)
-        dest = self._quarantine(kind, key, reason, where)
-        moved = (
-            f"It was moved to {dest}; recompute it and put it again."
-            if dest
-            else "Another process already moved it away."
-        )
+        dest = self._quarantine(kind, key, reason, where) if quarantine else None
+        if not quarantine:
+            moved = "It was left in place."
+        elif dest:
+            moved = f"It was moved to {dest}; recompute it and put it again."
+        else:
+            moved = "Another process already moved it away."
         raise ArtifactIntegrityError(
             f"Artifact {kind}/{key} in store {self.url} is corrupt: {reason} ({where}). {moved}",
             kind=kind,
             key=key,
             path=where,
             quarantined_to=dest,
+            reason=reason,
         )
 
     def _quarantine(self, kind: str, key: str, reason: str, where: str) -> str | None:

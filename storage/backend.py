@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, Any
 
@@ -57,6 +58,14 @@ class Backend(ABC):
         """Move a folder to a new place; ``False`` if `src` no longer exists."""
 
     @abstractmethod
+    def _move_file(self, src: str, dst: str) -> bool:
+        """Move one file to a new place (folders created); ``False`` if `src` no longer exists."""
+
+    @abstractmethod
+    def _modified(self, rel: str) -> float | None:
+        """When a file or folder was last modified (Unix time), or None if unknown."""
+
+    @abstractmethod
     def _remove_dir(self, rel: str) -> bool:
         """Delete a folder and its content; ``False`` if it did not exist."""
 
@@ -67,6 +76,10 @@ class Backend(ABC):
     @abstractmethod
     def _create_exclusive(self, rel: str, data: bytes) -> bool:
         """Create a file with `data` only if it does not exist; ``False`` if it did."""
+
+    @abstractmethod
+    def _lock(self, name: str, timeout: float | None) -> AbstractContextManager:
+        """Hold the store-wide lock ``name`` (see :mod:`storage.locks`)."""
 
     @abstractmethod
     def _display(self, rel: str) -> str:

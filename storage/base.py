@@ -3,23 +3,25 @@
 A backend (:class:`~storage.local.LocalStore`, :class:`~storage.fsspec_store.FsspecStore`)
 only provides the file primitives of :class:`~storage.backend.Backend`; artifacts (meta files,
 checksums, quarantine) are implemented once in :mod:`storage.artifacts`, versioned records
-once in :mod:`storage.records`.
+once in :mod:`storage.records`, locks in :mod:`storage.locks`.
 """
 
 from __future__ import annotations
 
 from storage.artifacts import ArtifactsMixin
 from storage.backend import META_FILE, Backend
+from storage.locks import LocksMixin
 from storage.records import RecordsMixin
 from storage.refs import ArtifactRef, ArtifactStore, utc_now
 
 __all__ = ["META_FILE", "ArtifactRef", "ArtifactStore", "BaseStore", "utc_now"]
 
 
-class BaseStore(ArtifactsMixin, RecordsMixin, Backend):
+class BaseStore(ArtifactsMixin, RecordsMixin, LocksMixin, Backend):
     """Artifact store logic on top of a few file primitives (see the module docstring).
 
     Artifacts live at ``<root>/<kind>/<key[:2]>/<key>/data.<ext>`` with ``meta.json`` beside;
     named records at ``<root>/records/<kind>/<name>/v000001.json, v000002.json, ...``;
-    corrupt artifacts are moved to ``<root>/quarantine/<kind>/<key>.<time>.<id>/``.
+    corrupt artifacts are moved to ``<root>/quarantine/<kind>/<key>.<time>.<id>/`` (corrupt
+    record versions to ``<root>/quarantine/records/<kind>/``); locks live in ``<root>/.locks/``.
     """

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from storage._batch_repair import BatchRepairMixin
 from storage._batches import (
     IO_THREADS,
     as_stored,
@@ -37,7 +38,7 @@ from storage._batches import (
 from storage._names import validate_name
 from storage._open import open_store
 from storage.base import BaseStore, utc_now
-from storage.errors import ArtifactNotFoundError
+from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError
 from storage.keys import canonical, content_key, key_of_canonical
 from storage.rows import StackedRows
 
@@ -50,7 +51,7 @@ IDS_KIND = "dataset-ids"
 LABELS_KIND = "dataset-labels"
 
 
-class DatasetStore:
+class DatasetStore(BatchRepairMixin):
     """Named multi-view datasets stored batch by batch in an artifact store.
 
     Parameters
@@ -88,8 +89,15 @@ class DatasetStore:
         return self.store.list_records(RECORD_KIND)
 
     def exists(self, name: str) -> bool:
-        """Whether dataset `name` exists."""
-        return self.store.record_version(RECORD_KIND, name) > 0
+        """Whether dataset `name` exists (a manifest whose every version is corrupt has been
+        set aside in quarantine: the dataset no longer exists, and can be registered anew)."""
+        if not self.store.record_version(RECORD_KIND, name):
+            return False
+        try:
+            self.store.read_latest(RECORD_KIND, name)
+        except ArtifactIntegrityError:
+            return False
+        return True
 
     def manifest(self, name: str, *, version: int | None = None) -> dict[str, Any]:
         """The manifest of a dataset (its latest version unless `version` is given).
@@ -110,13 +118,14 @@ class DatasetStore:
         """
         validate_name(name, "dataset name")
         if version is None:
-            version = self.store.record_version(RECORD_KIND, name)
-            if not version:
+            if not self.store.record_version(RECORD_KIND, name):
                 raise ArtifactNotFoundError(
                     f"No dataset {name!r} in store {self.store.url}; create it with "
                     f"DatasetStore.create()."
                 )
-        manifest = self.store.read_record(RECORD_KIND, name, version=version)
+            version, manifest = self.store.read_latest(RECORD_KIND, name)
+        else:
+            manifest = self.store.read_record(RECORD_KIND, name, version=version)
         manifest["version"] = version
         return manifest
 

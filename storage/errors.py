@@ -9,7 +9,10 @@ from __future__ import annotations
 __all__ = [
     "ArtifactIntegrityError",
     "ArtifactNotFoundError",
+    "DamagedBatchError",
     "RecordConflictError",
+    "StoreWriteError",
+    "write_error",
 ]
 
 
@@ -27,8 +30,8 @@ class ArtifactNotFoundError(KeyError):
 class ArtifactIntegrityError(ValueError):
     """A stored artifact or record does not match its recorded checksum or cannot be decoded.
 
-    The artifact is moved into ``<root>/quarantine/`` before this is raised (records stay where
-    they are), so a caller can recompute and ``put`` it again.
+    The artifact (or record version) is moved into ``<root>/quarantine/`` before this is
+    raised, so a caller can recompute and ``put`` it again.
 
     Attributes
     ----------
@@ -38,6 +41,8 @@ class ArtifactIntegrityError(ValueError):
         Where the bad file was found.
     quarantined_to : str or None
         Where the artifact was moved, if it was moved.
+    reason : str
+        What is wrong, in a few words (``"sha256 mismatch: ..."``).
     """
 
     def __init__(
@@ -48,12 +53,14 @@ class ArtifactIntegrityError(ValueError):
         key: str = "",
         path: str = "",
         quarantined_to: str | None = None,
+        reason: str = "",
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.key = key
         self.path = path
         self.quarantined_to = quarantined_to
+        self.reason = reason or message
 
 
 class RecordConflictError(RuntimeError):
@@ -80,3 +87,46 @@ class RecordConflictError(RuntimeError):
         self.name = name
         self.expected_version = expected_version
         self.found_version = found_version
+
+
+class DamagedBatchError(ValueError):
+    """A stored input batch of a dataset has a missing or corrupt file.
+
+    Input data cannot be recomputed: registering the same data again (``fastmice append
+    DATASET DATA``, or ``fastmice cluster DATA --name DATASET`` for a one-batch dataset)
+    stores the file again under the same content key.
+
+    Attributes
+    ----------
+    dataset : str
+    damage : list of (batch_id, what, reason)
+        Each damaged file: its batch, ``"view <v>"``, ``"ids"`` or ``"labels"``, and why.
+    """
+
+    def __init__(self, message: str, *, dataset: str,
+                 damage: list[tuple[int, str, str]]) -> None:
+        super().__init__(message)
+        self.dataset = dataset
+        self.damage = damage
+
+
+class StoreWriteError(OSError):
+    """Writing to the store failed (a full disk, say); nothing half-written is visible.
+
+    An :class:`OSError` with the original ``errno``, whose message names the artifact or
+    record and the store.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror or super().__str__())
+
+
+def write_error(e: OSError, what: str, store: str) -> StoreWriteError:
+    """A failed write (a full disk, no permission...) as one line naming what and where."""
+    if isinstance(e, StoreWriteError):
+        return e
+    return StoreWriteError(
+        e.errno,
+        f"{e.strerror or e} while writing {what} to store {store}; nothing of it was stored "
+        f"(fix the cause, e.g. free space, and rerun the same command)",
+    )

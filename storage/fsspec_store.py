@@ -15,6 +15,7 @@ from typing import IO, Any
 from storage import _codecs
 from storage.atomic import temporary_name
 from storage.base import META_FILE, BaseStore
+from storage.locks import LOCKS_DIR, LeaseLock
 
 __all__ = ["FsspecStore"]
 
@@ -146,6 +147,28 @@ class FsspecStore(BaseStore):
             self.fs.rm(src_path, recursive=True)
         return True
 
+    def _move_file(self, src: str, dst: str) -> bool:
+        target = self._path(dst)
+        self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        try:
+            self.fs.mv(self._path(src), target)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _modified(self, rel: str) -> float | None:
+        try:
+            info = self.fs.info(self._path(rel))
+        except FileNotFoundError:
+            return None
+        for name in ("mtime", "LastModified", "last_modified", "created"):
+            value = info.get(name)
+            if isinstance(value, int | float):
+                return float(value)
+            if hasattr(value, "timestamp"):
+                return value.timestamp()
+        return None
+
     def _remove_dir(self, rel: str) -> bool:
         path = self._path(rel)
         if not self.fs.exists(path):
@@ -162,6 +185,16 @@ class FsspecStore(BaseStore):
         self._upload(rel, io.BytesIO(data))
         # Read back: if a concurrent writer's move landed after ours, we lost the race.
         return self._read_bytes(rel) == data
+
+    def _lock(self, name: str, timeout: float | None) -> contextlib.AbstractContextManager:
+        rel = f"{LOCKS_DIR}/{name}.json"
+
+        def remove() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(self._path(rel))
+
+        return LeaseLock(lambda data: self._create_exclusive(rel, data),
+                         lambda: self._read_bytes(rel), remove).hold(timeout)
 
     def _display(self, rel: str) -> str:
         return self.fs.unstrip_protocol(self._path(rel))

@@ -14,6 +14,7 @@ from storage import _codecs
 from storage._filememo import FileMemo
 from storage.atomic import temporary_name, write_file_atomic
 from storage.base import META_FILE, BaseStore
+from storage.locks import LOCKS_DIR, flock_file
 
 __all__ = ["LocalStore"]
 
@@ -193,6 +194,15 @@ class LocalStore(BaseStore):
             return False
         return True
 
+    def _move_file(self, src: str, dst: str) -> bool:
+        return self._move_dir(src, dst)  # os.rename moves a file as it moves a folder
+
+    def _modified(self, rel: str) -> float | None:
+        try:
+            return self._path(rel).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
     def _remove_dir(self, rel: str) -> bool:
         path = self._path(rel)
         # Rename first so that no reader ever sees a half-deleted artifact.
@@ -201,7 +211,10 @@ class LocalStore(BaseStore):
             os.rename(path, doomed)
         except FileNotFoundError:
             return False
-        shutil.rmtree(doomed)
+        if doomed.is_dir():
+            shutil.rmtree(doomed)
+        else:
+            doomed.unlink()
         return True
 
     def _write_bytes(self, rel: str, data: bytes) -> None:
@@ -233,6 +246,10 @@ class LocalStore(BaseStore):
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+
+    def _lock(self, name: str, timeout: float | None) -> contextlib.AbstractContextManager:
+        self._ensure_root()
+        return flock_file(self._path(f"{LOCKS_DIR}/{name}.lock"), timeout)
 
     def _display(self, rel: str) -> str:
         return str(self._path(rel))

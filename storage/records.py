@@ -7,24 +7,33 @@ compare-and-swap (``_create_exclusive``).
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
+import logging
 import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from storage import _codecs
+from storage import _codecs, faults
 from storage._names import validate_kind, validate_name
 from storage._version import FORMAT_VERSION, __version__
-from storage.backend import RECORDS
-from storage.errors import ArtifactIntegrityError, ArtifactNotFoundError, RecordConflictError
+from storage.backend import QUARANTINE, RECORDS
+from storage.errors import (
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+    RecordConflictError,
+    write_error,
+)
 from storage.refs import utc_now
 
 __all__ = ["RecordsMixin"]
 
 RECORD_FORMAT = "fastmice-record"
 _RECORD_RE = re.compile(r"v(\d{6,})\.json")
+
+logger = logging.getLogger("storage")
 
 
 class RecordsMixin:
@@ -111,53 +120,114 @@ class RecordsMixin:
                 "data": payload,
             }
             body = json.dumps(envelope, sort_keys=True, indent=1, ensure_ascii=False).encode()
-            if self._create_exclusive(f"{rel_dir}/v{version:06d}.json", body):
+            try:
+                faults.fault_point(f"record:{kind}")
+                created = self._create_exclusive(f"{rel_dir}/v{version:06d}.json", body)
+            except OSError as e:
+                raise write_error(e, f"record {kind}/{name}", self.url) from e
+            if created:
                 return version
             found = self.record_version(kind, name)
             found = max(found, version)
 
     def read_record(self, kind: str, name: str, *, version: int | None = None) -> dict[str, Any]:
-        """Return the content of a record (its latest version unless `version` is given).
+        """Return the content of a record (its latest valid version unless `version` is given).
+
+        A corrupt or truncated version is treated as every reader treats a corrupt artifact:
+        it is moved to ``<root>/quarantine/records/``, with a ``quarantine.json`` saying why,
+        reported in one line on the ``storage`` logger, and the reader goes on, here with the
+        version before it.
 
         Raises
         ------
         ArtifactNotFoundError
             If the record or that version does not exist.
         ArtifactIntegrityError
-            If the stored version fails its checksum (the file is left in place; older
-            versions stay readable with `version`).
+            If the version asked for, or every version, is corrupt (each was quarantined).
         """
-        rel_dir = self._record_dir(kind, name)
+        if version is None:
+            return self.read_latest(kind, name)[1]
+        versions = self.record_versions(kind, name)
+        if version not in versions:
+            raise ArtifactNotFoundError(
+                f"Record {kind}/{name} has no version {version} in store {self.url}; "
+                f"versions: {versions or 'none'}."
+            )
+        payload, reason = self._load_version(kind, name, version)
+        if reason is not None:
+            raise self._corrupt_record(kind, name, version, reason)
+        return payload
+
+    def read_latest(self, kind: str, name: str) -> tuple[int, dict[str, Any]]:
+        """``(version, content)`` of the latest valid version of a record (see
+        :meth:`read_record`: corrupt later versions are quarantined on the way)."""
         versions = self.record_versions(kind, name)
         if not versions:
             raise ArtifactNotFoundError(f"No record {kind}/{name} in store {self.url}.")
-        if version is None:
-            version = versions[-1]
-        elif version not in versions:
-            raise ArtifactNotFoundError(
-                f"Record {kind}/{name} has no version {version} in store {self.url}; "
-                f"versions: {versions}."
-            )
-        rel = f"{rel_dir}/v{version:06d}.json"
+        errors = []
+        for version in reversed(versions):
+            payload, reason = self._load_version(kind, name, version)
+            if reason is None:
+                return version, payload
+            errors.append(self._corrupt_record(kind, name, version, reason))
+        first = errors[-1]
+        raise ArtifactIntegrityError(
+            f"Record {kind}/{name} in store {self.url} is corrupt: {first.reason} "
+            f"({first.path}); " + (f"so were all {len(errors)} versions; " if len(errors) > 1
+                                   else "") + f"set aside in quarantine ({first.quarantined_to}).",
+            kind=kind, key=name, path=first.path, quarantined_to=first.quarantined_to,
+            reason=first.reason,
+        )
+
+    def verify_record(self, kind: str, name: str, version: int, *,
+                      quarantine: bool = False) -> str | None:
+        """Why a record version is corrupt, or ``None`` if it is valid; with ``quarantine``
+        a corrupt version is set aside (as a read does)."""
+        _, reason = self._load_version(kind, name, version)
+        if reason is not None and quarantine:
+            self._corrupt_record(kind, name, version, reason)
+        return reason
+
+    def _load_version(self, kind: str, name: str,
+                      version: int) -> tuple[dict[str, Any] | None, str | None]:
+        """``(content, None)``, or ``(None, reason)`` if the version is corrupt."""
+        rel = f"{self._record_dir(kind, name)}/v{version:06d}.json"
         try:
             envelope = json.loads(self._read_bytes(rel))
             payload = envelope["data"]
+            if not isinstance(payload, dict):
+                raise TypeError(f"its data is a {type(payload).__name__}, not a dict")
             ok = _sha256(_codecs.canonical_json(payload)) == envelope["sha256"]
+        except FileNotFoundError:
+            raise ArtifactNotFoundError(
+                f"Record {kind}/{name} version {version} was removed from store {self.url} "
+                f"while being read.") from None
         except (ValueError, KeyError, TypeError) as e:
-            ok, payload = False, None
-            reason = f"unreadable ({type(e).__name__}: {e})"
-        else:
-            reason = "sha256 mismatch"
-        if not ok:
-            raise ArtifactIntegrityError(
-                f"Record {kind}/{name} version {version} in store {self.url} is corrupt: "
-                f"{reason} ({self._display(rel)}). Other versions: "
-                f"{[v for v in versions if v != version] or 'none'}.",
-                kind=kind,
-                key=name,
-                path=self._display(rel),
-            )
-        return payload
+            return None, f"unreadable ({type(e).__name__}: {e})"
+        return (payload, None) if ok else (None, "sha256 mismatch")
+
+    def _corrupt_record(self, kind: str, name: str, version: int,
+                        reason: str) -> ArtifactIntegrityError:
+        """Quarantine a corrupt record version; the error saying so (not raised)."""
+        file = f"v{version:06d}.json"
+        rel = f"{self._record_dir(kind, name)}/{file}"
+        where = self._display(rel)
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        dst = f"{QUARANTINE}/{RECORDS}/{kind}/{name}.{file[:-5]}.{stamp}.{uuid.uuid4().hex[:8]}"
+        moved = self._move_file(rel, f"{dst}/{file}")
+        if moved:
+            info = {"kind": kind, "record": name, "version": version, "reason": reason,
+                    "file": where, "detected": utc_now()}
+            self._write_bytes(f"{dst}/quarantine.json", _codecs.to_json_bytes(info))
+            logger.warning("Quarantined corrupt record %s/%s version %d: %s (moved to %s)",
+                           kind, name, version, reason, self._display(dst))
+        dest = self._display(dst) if moved else None
+        return ArtifactIntegrityError(
+            f"Record {kind}/{name} version {version} in store {self.url} is corrupt: {reason} "
+            f"({where}). " + (f"It was moved to {dest}." if dest else
+                              "Another process already moved it away."),
+            kind=kind, key=name, path=where, quarantined_to=dest, reason=reason,
+        )
 
     def _conflict(self, kind: str, name: str, expected: int, found: int) -> RecordConflictError:
         seen = "not to exist yet" if expected == 0 else f"to be at version {expected}"

@@ -61,7 +61,7 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
 
     def compute() -> list[Any]:
         with fastmice.stage("read"):  # opened and checksummed; rows are read by the search
-            Xs = DatasetStore(store).load_views(anchor_data["name"],
+            Xs = DatasetStore(store).read_views(anchor_data["name"],
                                                  batches=_batch_ids(anchor_data), rows=True)
         B, anchors = fastmice.build_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec))
         bounds = np.cumsum([0] + [b["n_samples"] for b in anchor_data["batches"]])
@@ -103,7 +103,7 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
 
     def compute() -> list[Any]:
         with fastmice.stage("read"):
-            Xs = DatasetStore(store).load_views(anchor_data["name"],
+            Xs = DatasetStore(store).read_views(anchor_data["name"],
                                                  batches=[batch["batch_id"]], rows=True)
             anchors = fastmice.GroupAnchors.from_arrays(store.get(graph["anchors"]))
         return [fastmice.transform_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec),

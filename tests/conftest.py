@@ -95,3 +95,49 @@ def _tree(root: Path) -> dict[str, int]:
 def file_tree():
     """``file_tree(root)``: every file under root with its size (is a store unchanged?)."""
     return _tree
+
+
+class Battery:
+    """The rows of the reliability battery's table: section, case, expected, got, passed.
+
+    Printed as a Markdown table at the end of the session (with counts per section), and
+    written to the file named by ``$FASTMICE_BATTERY_REPORT`` if it is set.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str, bool]] = []
+
+    def record(self, section: str, case: str, expected: str, got: str, ok: bool) -> bool:
+        """Add a row; return ``ok`` (for ``assert battery.record(...)``)."""
+        self.rows.append((section, case, expected, got, bool(ok)))
+        return bool(ok)
+
+    def markdown(self) -> str:
+        lines = ["| section | case | expected | got | ok |", "|---|---|---|---|---|"]
+        lines += [f"| {s} | {c} | {e} | {g} | {'yes' if ok else '**NO**'} |"
+                  for s, c, e, g, ok in self.rows]
+        sections: dict[str, list[bool]] = {}
+        for s, *_, ok in self.rows:
+            sections.setdefault(s, []).append(ok)
+        lines.append("")
+        lines += [f"* {s}: {sum(oks)} of {len(oks)} as expected" for s, oks in sections.items()]
+        return "\n".join(lines) + "\n"
+
+
+_BATTERY = Battery()
+
+
+@pytest.fixture(scope="session")
+def battery():
+    """The reliability battery's table (see :class:`Battery`)."""
+    return _BATTERY
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _BATTERY.rows:
+        return
+    text = _BATTERY.markdown()
+    terminalreporter.write_sep("=", "reliability battery")
+    terminalreporter.write(text)
+    if path := os.environ.get("FASTMICE_BATTERY_REPORT"):
+        Path(path).write_text(text)

@@ -110,7 +110,10 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
     """Register views as a dataset (``mode="create"``) or as its next batch (``"append"``).
 
     Both are idempotent: creating a dataset that holds exactly these samples, or appending a
-    batch whose views equal one the dataset already has, changes nothing.
+    batch whose views equal one the dataset already has, writes no batch, but stores back
+    any of that batch's files found missing or corrupt (same content keys). Registrations of
+    one dataset take turns (the store lock ``dataset-<name>``), so two commands registering
+    the same data at once both succeed.
 
     Parameters
     ----------
@@ -140,6 +143,12 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
         If ``mode="append"`` and the dataset does not exist.
     """
     validate_name(name, "dataset name")
+    with store.lock(f"dataset-{name}"):
+        return _register(store, name, Xs, labels, mode)
+
+
+def _register(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | None,
+              mode: str) -> tuple[dict[str, Any], bool]:
     datasets = DatasetStore(store)
     if mode == "create":
         if not datasets.exists(name):
@@ -148,6 +157,7 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
         ids = np.arange(Xs[0].shape[0], dtype=np.int64)
         if len(manifest["batches"]) == 1 and \
                 manifest["batches"][0]["fingerprint"] == batch_fingerprint(Xs, ids):
+            datasets.restore(name, 0, Xs, labels)
             return manifest, False
         raise ValueError(
             f"Dataset {name!r} already exists in store {store.url} with other data "
@@ -160,7 +170,9 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
                                         f"it with `fastmice cluster DATA --name {name}`.")
         manifest = datasets.manifest(name)
         view_keys = [content_key(X) for X in Xs] if len(Xs) == manifest["n_views"] else []
-        if any(_same_views(b, view_keys) for b in manifest["batches"]):
-            return manifest, False
+        for batch in manifest["batches"]:
+            if _same_views(batch, view_keys):
+                datasets.restore(name, batch["batch_id"], Xs, labels)
+                return manifest, False
         return datasets.append(name, Xs, labels=labels), True
     raise ValueError(f"mode={mode!r} is not valid; expected 'create' or 'append'.")

@@ -69,19 +69,46 @@ def test_lost_race_for_a_version(any_store, monkeypatch):
     assert any_store.record_versions("run", "r") == [1, 2, 3, 4]
 
 
-def test_corrupt_record_version_is_detected(local_store):
+def test_corrupt_record_version_is_quarantined_and_the_earlier_one_read(local_store, caplog):
     local_store.write_record("run", "r", {"score": 0.5})
     local_store.write_record("run", "r", {"score": 0.75})
     path = local_store.root / "records" / "run" / "r" / "v000002.json"
     path.write_text(path.read_text().replace("0.75", "0.95"))
-    with pytest.raises(
-        ArtifactIntegrityError, match=r"run/r version 2 .* sha256 mismatch .* \[1\]"
-    ):
-        local_store.read_record("run", "r")
-    assert local_store.read_record("run", "r", version=1) == {"score": 0.5}
+    assert local_store.verify_record("run", "r", 2) == "sha256 mismatch"  # nothing moved yet
+    assert path.exists()
+    with caplog.at_level("WARNING", logger="storage"):
+        assert local_store.read_record("run", "r") == {"score": 0.5}
+    assert "Quarantined corrupt record run/r version 2: sha256 mismatch" in caplog.text
+    assert not path.exists() and local_store.record_versions("run", "r") == [1]
+    (entry,) = local_store.quarantined()
+    assert (entry["kind"], entry["record"], entry["version"]) == ("run", "r", 2)
+    assert entry["reason"] == "sha256 mismatch"
+    # The next write takes the freed version number; the quarantined copy stays.
+    assert local_store.write_record("run", "r", {"score": 0.8}) == 2
+    assert local_store.read_record("run", "r") == {"score": 0.8}
+
+
+def test_a_record_whose_every_version_is_corrupt_is_set_aside(local_store):
+    local_store.write_record("run", "r", {"score": 0.5})
+    path = local_store.root / "records" / "run" / "r" / "v000001.json"
     path.write_text("{trunc")
-    with pytest.raises(ArtifactIntegrityError, match=r"unreadable \(JSONDecodeError"):
+    with pytest.raises(ArtifactIntegrityError,
+                       match=r"run/r .* corrupt: unreadable \(JSONDecodeError.*quarantine"):
         local_store.read_record("run", "r")
+    assert local_store.list_records("run") == []
+    with pytest.raises(ArtifactNotFoundError):
+        local_store.read_record("run", "r")
+
+
+def test_an_asked_for_corrupt_version_raises(any_store):
+    any_store.write_record("run", "r", {"score": 0.5})
+    any_store.write_record("run", "r", {"score": 0.75})
+    rel = "records/run/r/v000001.json"
+    any_store._write_bytes(rel, any_store._read_bytes(rel).replace(b"0.5", b"0.6"))
+    with pytest.raises(ArtifactIntegrityError, match=r"run/r version 1 .* sha256 mismatch"):
+        any_store.read_record("run", "r", version=1)
+    assert any_store.record_versions("run", "r") == [2]
+    assert [q["version"] for q in any_store.quarantined()] == [1]
 
 
 def test_missing_records(any_store):
