@@ -40,8 +40,8 @@ def test_groups_run_depth_first_on_the_pool(width, registered, blobs, monkeypatc
             events.append(("graph", spec.group_index))
         return real_graph(Xs, spec)
 
-    def base(B, spec):
-        out = real_base(B, spec)
+    def base(B, spec, init=None):
+        out = real_base(B, spec, init)
         with lock:
             events.append(("base", spec.group_index))
         return out
