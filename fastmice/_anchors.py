@@ -86,17 +86,18 @@ class AnchorIndex:
         """Squared norm of every anchor."""
         return np.einsum("ij,ij->i", self.anchors, self.anchors)
 
-    @cached_property
-    def neighborhood_rows(self) -> np.ndarray:
-        """Each anchor's neighbourhood's rows, shape (n_anchors, n_candidates, n_features)."""
-        return np.take(self.anchors, self.neighborhoods, axis=0)  # faster than indexing
-
-    def candidate_rows(self, anchor: int, many_blocks: bool) -> np.ndarray:
-        """Rows of an anchor's neighbourhood: gathered once for every anchor when a view is
-        searched in many blocks, else gathered when asked (the gathers add up to less)."""
-        if many_blocks:
-            return self.neighborhood_rows[anchor]
-        return self.anchors[self.neighborhoods[anchor]]
+    def rep_candidate_rows(self, rep: int, keep: bool) -> np.ndarray:
+        """The neighbourhoods' rows of a rep-cluster's anchors, shape (n_members,
+        n_candidates, n_features); gathered once and kept with ``keep`` (a view searched in
+        many blocks), else gathered anew (one block: the gathers add up to less)."""
+        cache = self.__dict__.setdefault("_candidate_rows", {})
+        if rep in cache:
+            return cache[rep]
+        members = self.rep_members[rep][0]
+        rows = np.take(self.anchors, self.neighborhoods[members], axis=0)
+        if keep:
+            cache[rep] = rows
+        return rows
 
     @cached_property
     def rep_members(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -214,20 +215,54 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
     members, anchors, sq_norms = index.rep_members[rep]
     nearest = np.argmin(_distances(X, anchors, index.cosine, x_sq, sq_norms), axis=1)
     order = np.argsort(nearest, kind="stable")
-    X_sorted, nearest = X[order], members[nearest[order]]
-    candidates = index.neighborhoods[nearest]
-    products = np.empty(candidates.shape, dtype=np.result_type(X.dtype, anchors.dtype))
-    starts = np.searchsorted(nearest, members)
-    ends = np.append(starts[1:], len(nearest))
-    for anchor, first, last in zip(members, starts, ends, strict=True):
-        if first < last:
-            products[first:last] = X_sorted[first:last] @ index.candidate_rows(
-                anchor, many_blocks).T
+    X_sorted, nearest = X[order], nearest[order]  # nearest: position among the members
+    candidates = index.neighborhoods[members[nearest]]
+    if sp.issparse(X):  # one sparse product with every anchor the rows can reach
+        reach = np.unique(index.neighborhoods[members])
+        every = np.asarray(X_sorted @ index.anchors[reach].T)
+        products = np.take_along_axis(every, np.searchsorted(reach, candidates), axis=1)
+    else:
+        products = _neighbourhood_products(X_sorted, nearest, len(members),
+                                           index.rep_candidate_rows(rep, many_blocks))
     dist = _finish_distances(products, index.cosine, None if x_sq is None else x_sq[order],
                              index.anchor_sq_norms[candidates])
     best = _smallest(dist, n_neighbors)
     within = np.arange(len(order))[:, None]
     return order, candidates[within, best], dist[within, best]
+
+
+#: Anchors with more rows than this get a product of their own; the others share one
+#: batched product, their rows padded to the same count.
+_OWN_PRODUCT_ROWS = 48
+
+
+def _neighbourhood_products(X, nearest: np.ndarray, n_members: int,
+                            candidate_rows: np.ndarray) -> np.ndarray:
+    """Dot products of each row with the neighbourhood of its nearest anchor.
+
+    ``X`` (n, d), dense, has its rows sorted by ``nearest`` (each row's anchor, as a
+    position among ``n_members``); ``candidate_rows`` (n_members, n_candidates, d). Returns
+    (n, n_candidates). A few large products and one batched product of the small ones keep the
+    Python loop short (it holds the GIL, which the other groups' threads wait for).
+    """
+    counts = np.bincount(nearest, minlength=n_members)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    products = np.empty((X.shape[0], candidate_rows.shape[1]),
+                        dtype=np.result_type(X.dtype, candidate_rows.dtype))
+    own = counts > _OWN_PRODUCT_ROWS
+    for member in np.flatnonzero(own):
+        rows = slice(starts[member], starts[member] + counts[member])
+        products[rows] = X[rows] @ candidate_rows[member].T
+    shared = np.flatnonzero(~own & (counts > 0))
+    if len(shared):
+        rows = np.flatnonzero(np.isin(nearest, shared))
+        slot = np.searchsorted(shared, nearest[rows])
+        within = rows - starts[nearest[rows]]
+        padded = np.zeros((len(shared), counts[shared].max(), X.shape[1]), dtype=X.dtype)
+        padded[slot, within] = X[rows]
+        batched = np.matmul(padded, candidate_rows[shared].transpose(0, 2, 1))
+        products[rows] = batched[slot, within]
+    return products
 
 
 def _smallest(values: np.ndarray, k: int) -> np.ndarray:

@@ -7,8 +7,9 @@ Tcut needs the ``k`` leading eigenvectors of ``D^-1/2 B^T Dx^-1 B D^-1/2 = A^T A
 * ``dense``: the columns are few (a view group has about 1000 anchors): the column graph is
   formed densely and ``eigh`` computes exactly the ``k`` leading eigenpairs, as the official
   code does;
-* ``rows``: fewer rows than columns (e.g. a consensus with k close to N): the same
-  eigenvectors come from the small dense ``A A^T`` (``v = A^T u / |A^T u|``);
+* ``rows``: fewer rows than columns (a consensus of many clusters on few samples, e.g.
+  k = 100 on 1,600 samples has 3,000 columns): the same eigenvectors come from the smaller
+  dense ``A A^T`` (``v = A^T u / |A^T u|``);
 * ``subspace``: many of both (the consensus at scale: sum of base cluster counts in the
   tens of thousands): block subspace iteration on the sparse column graph, then
   Rayleigh-Ritz. No dense matrix with a side of the number of columns or rows is formed.
@@ -67,13 +68,13 @@ def column_graph_eigenvectors(B: sp.csr_matrix, k: int, *, rng: np.random.Genera
         ``D^-1/2 V`` with ``V`` the orthonormal leading eigenvectors, largest first.
     """
     n_rows, n_columns = B.shape
-    if method is None:
-        if n_columns <= DENSE_MAX:
+    if method is None:  # the smaller side, if it is small enough to be dense
+        if n_columns <= min(n_rows, DENSE_MAX):
             method = "dense"
         elif n_rows <= DENSE_MAX:
             method = "rows"
         else:
-            method = "subspace"
+            method = "dense" if n_columns <= DENSE_MAX else "subspace"
     dx = np.asarray(B.sum(axis=1)).ravel()
     dx[dx == 0] = 1e-10
     if method == "dense":

@@ -53,17 +53,7 @@ def _repair(rows: Rows, labels: np.ndarray, val: np.ndarray, n_clusters: int) ->
 
 def _single_run(rows: Rows, n_clusters: int, max_iter: int,
                 init_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    centers = rows.take(init_rows)
-    last = None
-    labels = np.zeros(rows.n_rows, dtype=np.intp)
-    for _ in range(max_iter):
-        labels, val = rows.assign(centers)
-        labels = _repair(rows, labels, val, n_clusters)
-        centers = _centers(rows, labels, n_clusters)
-        if last is not None and np.array_equal(labels, last):
-            break
-        last = labels
-    return labels, centers
+    return lloyd_rounds(rows, rows.take(init_rows), max_iter)
 
 
 def _sum_of_distances(rows: Rows, labels: np.ndarray, centers: np.ndarray) -> float:
@@ -180,6 +170,7 @@ def lloyd_rounds(X, centers: np.ndarray, n_rounds: int, metric: str = "cosine"
     rows = _as_rows(X, metric)
     n_clusters = len(centers)
     last = None
+    labels = np.zeros(rows.n_rows, dtype=np.intp)
     for _ in range(max(1, n_rounds)):
         labels, val = rows.assign(centers)
         labels = _repair(rows, labels, val, n_clusters)

@@ -35,7 +35,10 @@ def _first_bad_rows(X) -> tuple[int, int | None]:
     step = max(1, _CHECK_BYTES // max(1, X.shape[1] * np.dtype(X.dtype).itemsize))
     count, first = 0, None
     for start in range(0, X.shape[0], step):
-        bad = np.flatnonzero(~np.isfinite(np.asarray(X[start:start + step])).all(axis=1))
+        block = np.asarray(X[start:start + step])
+        if np.isfinite(np.add.reduce(block, axis=None)):
+            continue  # a NaN or inf anywhere makes the sum one (a sum can only overflow to inf)
+        bad = np.flatnonzero(~np.isfinite(block).all(axis=1))
         if bad.size and first is None:
             first = start + int(bad[0])
         count += bad.size

@@ -28,9 +28,20 @@ class FileMemo:
         self._values: dict[tuple, Any] = {}
         self._max = max_entries
 
+    @staticmethod
+    def _identity(path: str, st: os.stat_result) -> tuple:
+        return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def remember(self, path: str, value: Any) -> None:
+        """Remember ``value`` for the file at ``path`` as it is now (its content known exactly,
+        e.g. hashed while this process wrote it, and never to be written again)."""
+        if len(self._values) >= self._max:
+            self._values.clear()
+        self._values[self._identity(path, os.stat(path))] = value
+
     def __call__(self, fd: int, path: str, compute: Callable[[], T]) -> T:
         st = os.fstat(fd)
-        identity = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        identity = self._identity(path, st)
         if identity in self._values:
             return self._values[identity]
         started = time.time_ns()

@@ -39,6 +39,44 @@ def _write_synced(path: Path, write: Callable[[IO[bytes]], None]) -> None:
         os.fsync(f.fileno())
 
 
+class _HashingWriter:
+    """A file opened for writing that hashes what goes through ``write`` (sequential writers
+    only: ``np.save``, not a zip file that seeks back)."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self._f = f
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self.sha.update(view)
+        self.size += len(view)
+        return self._f.write(view)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
+
+
+def _write_data(path: Path, write: Callable[[IO[bytes]], None],
+                sequential: bool) -> tuple[int, str]:
+    """Write an artifact's data file; return its size and sha256.
+
+    Not fsynced: the data of a large artifact (a view, a graph) would otherwise wait for
+    the disk, and a file torn by a crash fails its checksum on read and is quarantined and
+    recomputed (or restored from the user's data). Its ``meta.json`` is fsynced. A
+    sequentially written file is hashed on the way out instead of read again.
+    """
+    with open(path, "xb") as f:
+        if not sequential:
+            write(f)
+        else:
+            hashing = _HashingWriter(f)
+            write(hashing)
+            return hashing.size, hashing.sha.hexdigest()
+    return _digest_path(path)
+
+
 class LocalStore(BaseStore):
     """Artifact store in a local directory.
 
@@ -53,7 +91,8 @@ class LocalStore(BaseStore):
     -----
     An artifact is written into a hidden temporary folder beside its final place
     (``<kind>/<key[:2]>/.tmp-<key>-<id>/``, its files already carrying their final names, so
-    the ``.npz`` suffix is right), fsynced, then published with one ``os.replace`` of the
+    the ``.npz`` suffix is right), its ``meta.json`` fsynced (the data file is not: a torn one
+    fails its checksum), then published with one ``os.replace`` of the
     folder: readers see the data file and its ``meta.json`` together or not at all, and two
     processes writing the same key never mix their files (the second ``os.replace`` fails on
     the non-empty folder and the second writer keeps the first one's artifact). Record
@@ -117,12 +156,13 @@ class LocalStore(BaseStore):
         tmp = final.parent / temporary_name(final.name)
         tmp.mkdir()
         try:
-            _write_synced(tmp / filename, write)
-            meta["size"], meta["sha256"] = _digest_path(tmp / filename)
+            meta["size"], meta["sha256"] = _write_data(tmp / filename, write,
+                                                       meta["format"] == "npy")
             body = _codecs.to_json_bytes(meta)
             _write_synced(tmp / META_FILE, lambda f: f.write(body))
             try:
                 os.replace(tmp, final)
+                _digests.remember(str(final / filename), meta["sha256"])
             except OSError:
                 if (final / META_FILE).is_file():
                     return  # another writer published this key first: keep theirs

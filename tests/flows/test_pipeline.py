@@ -40,6 +40,8 @@ def test_rerun_computes_nothing_and_labels_equal_the_library(prefect_api, regist
     assert (first["groups_computed"], first["groups_reused"]) == (M, 0)
     assert first["work"] == {"graphs_built": M, "row_batches_computed": 0,
                              "row_batches_reused": 0, "base_clusterings": M, "consensus": True}
+    stages = {"read", "anchors", "search", "graph", "eigen", "kmeans", "consensus", "write"}
+    assert stages <= set(first["stages"]) and all(t >= 0 for t in first["stages"].values())
     expected = _library(Xs)
     np.testing.assert_array_equal(_labels(registered, first), expected)
     assert first["scores"] == fastmice.metrics.clustering_scores(y, expected)

@@ -196,3 +196,26 @@ def test_stages_are_recorded_per_thread_on_request(make_blobs):
         with stage("here"), stage("inner"):
             seen["ok"] = True
     assert set(mine) == {"here", "here/inner"}
+
+
+def test_neighbourhood_products_equal_the_plain_products(monkeypatch):
+    from fastmice import _anchors
+
+    monkeypatch.setattr(_anchors, "_OWN_PRODUCT_ROWS", 5)  # some own products, some shared
+    rng = np.random.default_rng(0)
+    nearest = np.sort(rng.integers(0, 6, 80))
+    nearest[nearest == 3] = 4  # a member without rows
+    X = rng.standard_normal((80, 9))
+    candidate_rows = rng.standard_normal((6, 4, 9))
+    expected = np.einsum("nd,ncd->nc", X, candidate_rows[nearest])
+    got = _anchors._neighbourhood_products(X, nearest, 6, candidate_rows)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_sparse_and_dense_views_find_the_same_neighbours(make_blobs):
+    Xs, _ = make_blobs(n_samples=500)
+    spec = draw_view_groups([X.shape[1] for X in Xs], 500, EnsembleParams(3), seed=4)[0]
+    dense, _ = build_group_graph(Xs, spec)
+    sparse, _ = build_group_graph([sp.csr_matrix(X) for X in Xs], spec)
+    np.testing.assert_array_equal(dense.indices, sparse.indices)
+    np.testing.assert_allclose(dense.data, sparse.data, rtol=1e-6)
