@@ -253,15 +253,16 @@ def _neighbourhood_products(X, nearest: np.ndarray, n_members: int,
     for member in np.flatnonzero(own):
         rows = slice(starts[member], starts[member] + counts[member])
         products[rows] = X[rows] @ candidate_rows[member].T
-    shared = np.flatnonzero(~own & (counts > 0))
-    if len(shared):
-        rows = np.flatnonzero(np.isin(nearest, shared))
-        slot = np.searchsorted(shared, nearest[rows])
+    small = ~own & (counts > 0)
+    if small.any():
+        # Every member gets a slot (zero rows for the others): candidate_rows is used as it
+        # is, never copied (a copy per block cost more than the products).
+        rows = np.flatnonzero(small[nearest])
         within = rows - starts[nearest[rows]]
-        padded = np.zeros((len(shared), counts[shared].max(), X.shape[1]), dtype=X.dtype)
-        padded[slot, within] = X[rows]
-        batched = np.matmul(padded, candidate_rows[shared].transpose(0, 2, 1))
-        products[rows] = batched[slot, within]
+        padded = np.zeros((n_members, counts[small].max(), X.shape[1]), dtype=X.dtype)
+        padded[nearest[rows], within] = X[rows]
+        batched = np.matmul(padded, candidate_rows.transpose(0, 2, 1))
+        products[rows] = batched[nearest[rows], within]
     return products
 
 

@@ -23,10 +23,12 @@ CONSENSUS_MAX_ITER, CONSENSUS_N_INIT = 20, 5
 # ``*_SAMPLE``, a Tcut learns its eigenvectors on a uniform sample of that many samples and
 # runs its k-means rounds on ``*_KMEANS_SAMPLE`` of them; every sample is then transferred,
 # and ``*_FULL_ROUNDS`` more k-means rounds run on every sample. Samples grow with the
-# number of clusters (``*_PER_CLUSTER`` samples a cluster at least).
+# number of clusters (``*_PER_CLUSTER`` samples a cluster at least). Each sample applies
+# on its own: a consensus of 60,000 samples computes its eigenvectors on all of them and its
+# k-means rounds on 20,000.
 BASE_SAMPLE, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER, BASE_FULL_ROUNDS = 50_000, 50_000, 64, 1
 CONSENSUS_SAMPLE, CONSENSUS_KMEANS_SAMPLE = 100_000, 20_000
-CONSENSUS_PER_CLUSTER, CONSENSUS_FULL_ROUNDS = 50, 6
+CONSENSUS_PER_CLUSTER, CONSENSUS_FULL_ROUNDS = 50, 4
 
 
 def _sample_sizes(n_clusters: int, sample: int, kmeans_sample: int,

@@ -119,8 +119,8 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         ``full_rounds`` more (:func:`fastmice._kmeans.sampled_litekmeans`). Default: every
         step on every row.
     kmeans_sample_size : int, optional
-        The k-means rounds' own (smaller) sample, when the rows are more than
-        ``sample_size`` (default: ``sample_size``).
+        The k-means rounds' own (smaller) sample, drawn from the eigen step's sample if there
+        is one, whenever the rows are more (default: ``sample_size``).
     full_rounds : int, default=1
         See ``sample_size`` and ``init``.
     init : BipartitePartition, optional
@@ -148,11 +148,13 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
             labels, centers = lloyd_rounds(embedding, init.centers, full_rounds)
         return BipartitePartition(labels.astype(np.int64), init.anchor_embedding, centers)
     sample = kmeans_sample = None
-    if sample_size is not None and B.shape[0] > sample_size:
-        sample = np.sort(rng.choice(B.shape[0], sample_size, replace=False))
-        kmeans_sample = sample
-        if kmeans_sample_size is not None and kmeans_sample_size < sample_size:
-            kmeans_sample = np.sort(rng.choice(sample, kmeans_sample_size, replace=False))
+    n_rows = B.shape[0]
+    if sample_size is not None and n_rows > sample_size:
+        sample = np.sort(rng.choice(n_rows, sample_size, replace=False))
+    kmeans_sample_size = sample_size if kmeans_sample_size is None else kmeans_sample_size
+    if kmeans_sample_size is not None and n_rows > kmeans_sample_size:
+        among = sample if sample is not None and kmeans_sample_size < len(sample) else n_rows
+        kmeans_sample = np.sort(rng.choice(among, kmeans_sample_size, replace=False))
     with stage("eigen"):
         anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
                                                      n_clusters, rng=rng, n_jobs=n_jobs)
