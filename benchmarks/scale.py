@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -247,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             results[name] = globals()[f"section_{name}"](work, args.data_dir, args)
             results[name]["section_seconds"] = round(time.perf_counter() - started)
+            shutil.rmtree(work, ignore_errors=True)  # its store: the disk is needed next
             if args.out:
                 args.out.write_text(json.dumps(results, indent=1, default=str))
     print(report(results))

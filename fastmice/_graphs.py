@@ -108,8 +108,12 @@ def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
     out = out[:stop - start]
     for first in range(start, stop, _GATHER_ROWS):
         last = min(first + _GATHER_ROWS, stop)
-        np.take(np.asarray(X[first:last]), columns, axis=1, out=out[first - start:last - start],
-                mode="clip")  # "clip": no bounds checks (valid indices), several times faster
+        target = out[first - start:last - start]
+        if hasattr(X, "take_columns"):  # a view on disk (a row reader) gathers them itself
+            X.take_columns(first, last, columns, target)
+        else:
+            np.take(np.asarray(X[first:last]), columns, axis=1, out=target,
+                    mode="clip")  # "clip": no bounds checks (valid indices), several times faster
     return out
 
 

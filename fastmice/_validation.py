@@ -34,8 +34,12 @@ def _first_bad_rows(X) -> tuple[int, int | None]:
     """Rows of a dense view with NaN or inf: their count and the first, read block by block."""
     step = max(1, _CHECK_BYTES // max(1, X.shape[1] * np.dtype(X.dtype).itemsize))
     count, first = 0, None
+    # A row reader (a view on disk) reads into one reused buffer: no new array per block.
+    buffer = np.empty((min(step, X.shape[0]), X.shape[1]), dtype=X.dtype) \
+        if hasattr(X, "read") and not isinstance(X, np.ndarray) else None
     for start in range(0, X.shape[0], step):
-        block = np.asarray(X[start:start + step])
+        block = np.asarray(X[start:start + step]) if buffer is None else \
+            X.read(start, start + step, out=buffer)
         if np.isfinite(np.add.reduce(block, axis=None)):
             continue  # a NaN or inf anywhere makes the sum one (a sum can only overflow to inf)
         bad = np.flatnonzero(~np.isfinite(block).all(axis=1))

@@ -109,7 +109,7 @@ def encode(fmt: str, obj: Any, f: IO[bytes]) -> None:
         header = {"descr": np.lib.format.dtype_to_descr(obj.dtype), "fortran_order": False,
                   "shape": tuple(obj.shape)}
         np.lib.format.write_array_header_2_0(f, header)
-        for block in row_blocks(obj):
+        for block in row_blocks(obj, reuse=True):
             f.write(memoryview(np.ascontiguousarray(block).reshape(-1).view(np.uint8)))
     elif fmt == "npy":
         np.save(f, obj, allow_pickle=False)

@@ -178,7 +178,7 @@ def array_digest(a: np.ndarray | NpyRows | StackedRows, where: str = "array") ->
         return h.hexdigest()
 
     def stream() -> str:
-        for block in row_blocks(a, _BLOCK_BYTES):
+        for block in row_blocks(a, _BLOCK_BYTES, reuse=True):
             h.update(block.reshape(-1).view(np.uint8))
         return h.hexdigest()
 

@@ -1,10 +1,12 @@
-"""Row readers: a large dense view on disk, read a block of rows at a time, never mapped.
+"""Row readers: a large dense view on disk, read a block of rows at a time.
 
 A memory-mapped ``.npy`` view keeps every page it has been read through in the process's
 resident memory (file-backed, but counted, and not given back while the map lives): reading
 a 10 GB view once makes a 10 GB process. :class:`NpyRows` reads the rows it is asked for
-with ``pread`` into fresh arrays instead, so memory stays at the block being worked on
-while the operating system's page cache does the caching. It looks enough like a 2-D array
+with ``pread`` instead, and gathers a block's sampled columns straight from a mapping whose
+pages it gives back after each block (:meth:`NpyRows.take_columns`), so memory stays at the
+block being worked on while the operating system's page cache does the caching. It looks
+enough like a 2-D array
 (``shape``, ``dtype``, ``X[i:j]``, ``X[rows]``) for the algorithm, which reads views block by
 block. :class:`StackedRows` puts several readers (a dataset's batches) one after the other.
 
@@ -18,6 +20,8 @@ block. :class:`StackedRows` puts several readers (a dataset's batches) one after
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,6 +45,26 @@ def _npy_header(f: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
     except ValueError as exc:
         raise ValueError(f"{where} is not a valid .npy file: {exc}") from None
     raise ValueError(f"{where} is a .npy file of unsupported version {version}.")
+
+
+#: Mapped pages can be given back block by block (Linux, Python >= 3.8).
+_CAN_RELEASE = hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap.mmap, "madvise")
+
+
+#: Linux >= 5.14: map a range's pages in one call (the mmap module has no name for it).
+_MADV_POPULATE_READ = 22
+
+
+def _rows_out(out: np.ndarray | None, n_rows: int, n_columns: int,
+              dtype: np.dtype) -> np.ndarray:
+    """``out``'s first ``n_rows`` rows, or a new array when no buffer is given."""
+    if out is None:
+        return np.empty((n_rows, n_columns), dtype=dtype)
+    if out.ndim != 2 or out.shape[0] < n_rows or out.shape[1] != n_columns or \
+            out.dtype != dtype or not out.flags.c_contiguous:
+        raise ValueError(f"a buffer of at least ({n_rows}, {n_columns}) C-ordered {dtype} "
+                         f"is needed, not {out.shape} {out.dtype}.")
+    return out[:n_rows]
 
 
 class NpyRows:
@@ -85,6 +109,8 @@ class NpyRows:
                              f"{dtype} ({self.shape[0] * self._row_bytes} bytes of data) but "
                              f"the file holds {size - self.offset}.")
         self._fd: int | None = None
+        self._map: mmap.mmap | None = None
+        self._array: np.ndarray | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -110,6 +136,37 @@ class NpyRows:
         if getattr(self, "_fd", None) is not None:
             os.close(self._fd)
 
+    def _mapped(self) -> np.ndarray:
+        """The whole array, mapped read-only (pages are released after use, see
+        :meth:`take_columns`)."""
+        with self._lock:
+            if self._map is None:
+                with open(self.path, "rb") as f:
+                    self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                self._array = np.frombuffer(self._map, self.dtype, self.shape[0] * self.shape[1],
+                                            self.offset).reshape(self.shape)
+            return self._array
+
+    def take_columns(self, start: int, stop: int, columns: np.ndarray,
+                     out: np.ndarray) -> np.ndarray:
+        """``X[start:stop][:, columns]`` into ``out`` (shape (stop - start, len(columns))).
+
+        Gathered straight from the mapped file (no copy of the whole rows), then the block's
+        pages are unmapped from this process (``MADV_DONTNEED``; they stay in the page cache),
+        so resident memory stays at the block even when a whole view is read through.
+        ``columns`` must be valid (non-negative, in range): they are not checked.
+        """
+        if not _CAN_RELEASE:
+            return np.take(self.read(start, stop), columns, axis=1, out=out)
+        rows = self._mapped()[start:stop]
+        first = (self.offset + start * self._row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        last = self.offset + stop * self._row_bytes
+        with contextlib.suppress(OSError):  # an older kernel: the pages fault in one by one
+            self._map.madvise(_MADV_POPULATE_READ, first, last - first)
+        np.take(rows, columns, axis=1, out=out, mode="clip")
+        self._map.madvise(mmap.MADV_DONTNEED, first, last - first)
+        return out
+
     def _read_into(self, out: np.ndarray, start: int) -> None:
         """Fill ``out`` (rows, n_features) with the rows from ``start`` on."""
         view = memoryview(out.reshape(-1).view(np.uint8))
@@ -121,10 +178,11 @@ class NpyRows:
                 raise ValueError(f"{self.path} ended while rows were read from it.")
             done += n
 
-    def read(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``start:stop`` as a new array (bounds clipped as for a slice)."""
+    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``start:stop`` (bounds clipped as for a slice), into the first rows of ``out``
+        if given (a buffer reused from block to block spares a new array's page faults)."""
         start, stop, _ = slice(start, stop).indices(self.shape[0])
-        out = np.empty((max(stop - start, 0), self.shape[1]), dtype=self.dtype)
+        out = _rows_out(out, max(stop - start, 0), self.shape[1], self.dtype)
         if len(out):
             self._read_into(out, start)
         return out
@@ -194,17 +252,37 @@ class StackedRows:
     def nbytes(self) -> int:
         return self.shape[0] * self.shape[1] * self.dtype.itemsize
 
-    def read(self, start: int, stop: int) -> np.ndarray:
+    def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``start:stop``, into the first rows of ``out`` if given (as
+        :meth:`NpyRows.read`)."""
         start, stop, _ = slice(start, stop).indices(self.shape[0])
-        pieces = []
+        out = _rows_out(out, max(stop - start, 0), self.shape[1], self.dtype)
         for part, first, last in zip(self.parts, self._bounds[:-1], self._bounds[1:],
                                      strict=True):
             lo, hi = max(start, first), min(stop, last)
-            if lo < hi:
-                pieces.append(np.asarray(part[lo - first:hi - first]))
-        if not pieces:
-            return np.empty((0, self.shape[1]), dtype=self.dtype)
-        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            if lo >= hi:
+                continue
+            target = out[lo - start:hi - start]
+            if hasattr(part, "read"):
+                part.read(lo - first, hi - first, out=target)
+            else:
+                target[...] = part[lo - first:hi - first]
+        return out
+
+    def take_columns(self, start: int, stop: int, columns: np.ndarray,
+                     out: np.ndarray) -> np.ndarray:
+        """``X[start:stop][:, columns]`` into ``out`` (as :meth:`NpyRows.take_columns`)."""
+        for part, first, last in zip(self.parts, self._bounds[:-1], self._bounds[1:],
+                                     strict=True):
+            lo, hi = max(start, first), min(stop, last)
+            if lo >= hi:
+                continue
+            target = out[lo - start:hi - start]
+            if hasattr(part, "take_columns"):
+                part.take_columns(lo - first, hi - first, columns, target)
+            else:
+                np.take(np.asarray(part[lo - first:hi - first]), columns, axis=1, out=target)
+        return out
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, tuple):
@@ -226,9 +304,20 @@ class StackedRows:
         return whole if dtype is None else whole.astype(dtype, copy=False)
 
 
-def row_blocks(X: Any, block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarray]:
-    """Consecutive blocks of rows of an array or row reader, about ``block_bytes`` each."""
+def row_blocks(X: Any, block_bytes: int = BLOCK_BYTES, reuse: bool = False
+               ) -> Iterator[np.ndarray]:
+    """Consecutive blocks of rows of an array or row reader, about ``block_bytes`` each.
+
+    With ``reuse``, a row reader's blocks are read into one buffer: each block is valid only
+    until the next is asked for (a new block-sized array per block costs its page faults).
+    """
     row_bytes = max(1, X.shape[1] * np.dtype(X.dtype).itemsize)
     step = max(1, block_bytes // row_bytes)
+    buffer = None
+    if reuse and hasattr(X, "read") and not isinstance(X, np.ndarray):
+        buffer = np.empty((min(step, X.shape[0]), X.shape[1]), dtype=X.dtype)
     for start in range(0, X.shape[0], step):
-        yield np.asarray(X[start:start + step])
+        if buffer is None:
+            yield np.asarray(X[start:start + step])
+        else:
+            yield X.read(start, start + step, out=buffer)

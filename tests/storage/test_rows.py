@@ -1,4 +1,4 @@
-"""Row readers: large dense views read by blocks of rows, never mapped, never held whole."""
+"""Row readers: large dense views read by blocks of rows, never held whole."""
 
 import numpy as np
 import pytest
@@ -29,6 +29,23 @@ def test_rows_read_like_the_array(npy):
     assert np.concatenate(list(row_blocks(rows, block_bytes=100))).tobytes() == X.tobytes()
     with pytest.raises(IndexError):
         rows[50]
+
+
+def test_take_columns_and_buffered_reads_match_the_array(npy):
+    rows, X = npy
+    columns = np.array([6, 0, 3, 3])
+    out = np.full((20, 4), np.nan, dtype=np.float32)
+    np.testing.assert_array_equal(rows.take_columns(10, 30, columns, out), X[10:30][:, columns])
+    np.testing.assert_array_equal(rows.take_columns(45, 50, columns, out[:5]), X[45:][:, columns])
+    stacked, both = StackedRows([rows, X[:5]]), np.concatenate([X, X[:5]])
+    np.testing.assert_array_equal(stacked.take_columns(40, 55, columns, np.empty((15, 4),
+                                  np.float32)), both[40:55][:, columns])
+    buffer = np.zeros((30, 7), dtype=np.float32)
+    read = stacked.read(45, 55, out=buffer)
+    assert np.shares_memory(read, buffer)
+    np.testing.assert_array_equal(read, both[45:55])
+    with pytest.raises(ValueError, match="buffer"):
+        rows.read(0, 10, out=np.zeros((5, 7), np.float32))
 
 
 def test_stacked_rows_read_across_parts(npy):
