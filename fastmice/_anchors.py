@@ -187,20 +187,20 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
     x_sq = None if index.cosine else row_sq_norms(X)
     nearest_rep = np.argmin(_distances(X, index.rep_centers, index.cosine, x_sq), axis=1)
     order = np.argsort(nearest_rep, kind="stable")
-    if sp.issparse(X) or work is None:
-        X_sorted = X[order]
-    else:
-        X_sorted = np.take(X, order, axis=0, out=work[:n_samples], mode="clip")
-    sq_sorted = None if x_sq is None else x_sq[order]
     bounds = np.searchsorted(nearest_rep[order], np.arange(len(index.rep_centers) + 1))
     indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
     distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
     for rep in np.flatnonzero(np.diff(bounds)):
-        rows = slice(bounds[rep], bounds[rep + 1])
+        rows = order[bounds[rep]:bounds[rep + 1]]
+        # One rep-cluster's rows at a time: a gather that stays in cache, where sorting the
+        # whole block first cost as much as the products it saved.
+        if sp.issparse(X) or work is None:
+            X_rep = X[rows]
+        else:
+            X_rep = np.take(X, rows, axis=0, out=work[:len(rows)], mode="clip")
         within, found, found_dist = _search_rep(
-            X_sorted[rows], None if sq_sorted is None else sq_sorted[rows], index, rep,
-            n_neighbors, many_blocks)
-        positions = order[rows][within]
+            X_rep, None if x_sq is None else x_sq[rows], index, rep, n_neighbors, many_blocks)
+        positions = rows[within]
         indices[positions], distances[positions] = found, found_dist
     return indices, distances
 

@@ -252,36 +252,34 @@ class StackedRows:
     def nbytes(self) -> int:
         return self.shape[0] * self.shape[1] * self.dtype.itemsize
 
+    def _pieces(self, start: int, stop: int) -> Iterator[tuple[Any, slice, slice]]:
+        """Each part rows ``start:stop`` fall in: the part, its rows, their place in a block."""
+        for part, first, last in zip(self.parts, self._bounds[:-1], self._bounds[1:],
+                                     strict=True):
+            lo, hi = max(start, first), min(stop, last)
+            if lo < hi:
+                yield part, slice(lo - first, hi - first), slice(lo - start, hi - start)
+
     def read(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:
         """Rows ``start:stop``, into the first rows of ``out`` if given (as
         :meth:`NpyRows.read`)."""
         start, stop, _ = slice(start, stop).indices(self.shape[0])
         out = _rows_out(out, max(stop - start, 0), self.shape[1], self.dtype)
-        for part, first, last in zip(self.parts, self._bounds[:-1], self._bounds[1:],
-                                     strict=True):
-            lo, hi = max(start, first), min(stop, last)
-            if lo >= hi:
-                continue
-            target = out[lo - start:hi - start]
+        for part, rows, block in self._pieces(start, stop):
             if hasattr(part, "read"):
-                part.read(lo - first, hi - first, out=target)
+                part.read(rows.start, rows.stop, out=out[block])
             else:
-                target[...] = part[lo - first:hi - first]
+                out[block] = part[rows]
         return out
 
     def take_columns(self, start: int, stop: int, columns: np.ndarray,
                      out: np.ndarray) -> np.ndarray:
         """``X[start:stop][:, columns]`` into ``out`` (as :meth:`NpyRows.take_columns`)."""
-        for part, first, last in zip(self.parts, self._bounds[:-1], self._bounds[1:],
-                                     strict=True):
-            lo, hi = max(start, first), min(stop, last)
-            if lo >= hi:
-                continue
-            target = out[lo - start:hi - start]
+        for part, rows, block in self._pieces(start, stop):
             if hasattr(part, "take_columns"):
-                part.take_columns(lo - first, hi - first, columns, target)
+                part.take_columns(rows.start, rows.stop, columns, out[block])
             else:
-                np.take(np.asarray(part[lo - first:hi - first]), columns, axis=1, out=target)
+                np.take(np.asarray(part[rows]), columns, axis=1, out=out[block])
         return out
 
     def __getitem__(self, key: Any) -> np.ndarray:
