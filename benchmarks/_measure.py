@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -65,6 +66,22 @@ def _tree_rss_sampler(pid: int, stop: threading.Event, peak: list[float]) -> Non
         stop.wait(0.2)
 
 
+#: Runs the command as its own child and writes that child's peak RSS (KiB) to a file. A
+#: process's ru_maxrss starts at its parent's resident size when it is forked (Linux keeps
+#: the high-water mark across exec), so the command must be forked by a small process, not by
+#: a benchmark that may hold gigabytes of generated data.
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(
     label: str, command: list[str], env: dict[str, str], log_dir: Path, timeout: float
 ) -> Measurement:
@@ -79,8 +96,11 @@ def run_measured(
         have_psutil = False
     with out.open("wb") as fout, log.open("wb") as ferr:
         start = time.perf_counter()
+        rss_file = log_dir / f"{label}.rss"
+        rss_file.unlink(missing_ok=True)
         proc = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=fout, stderr=ferr, start_new_session=True
+            [sys.executable, "-c", _LAUNCHER, str(rss_file), *command], cwd=REPO, env=env,
+            stdout=fout, stderr=ferr, start_new_session=True
         )
         stop = threading.Event()
         peak = [0.0]
@@ -93,7 +113,7 @@ def run_measured(
         timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status, _ = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
             stop.set()
@@ -107,11 +127,19 @@ def run_measured(
         command=command,
         seconds=seconds,
         returncode=proc.returncode,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+        peak_rss_mb=_peak_rss_kib(rss_file) / 1024,
         tree_rss_mb=peak[0] if have_psutil else None,
         output=_parse_json(out.read_text(errors="replace")),
         log=str(log),
     )
+
+
+def _peak_rss_kib(rss_file: Path) -> float:
+    """What the launcher wrote (KiB on Linux), or NaN if it was killed first."""
+    try:
+        return float(rss_file.read_text())
+    except (OSError, ValueError):
+        return float("nan")
 
 
 def _kill_group(pid: int) -> None:
