@@ -108,7 +108,7 @@ def _exponent(xs: list[float], ys: list[float]) -> float:
 
 def section_n(work: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     rows = []
-    for n in (50_000, 100_000, 200_000, YTF_N):
+    for n in args.sizes:
         folder = _data(root, "latent", n, 400)
         lib = library(work, folder, 400)
         pipe = cli(work, f"cluster-{n}", "cluster", folder, "--k", 400, "--name", f"n{n}")
@@ -234,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                         default=Path(tempfile.gettempdir()) / "fastmice-scale",
                         help="where the generated data sets are kept between runs")
     parser.add_argument("--out", type=Path, help="also write the results as JSON")
+    parser.add_argument("--sizes", type=lambda text: [int(n) for n in text.split(",")],
+                        default=[50_000, 100_000, 200_000, YTF_N],
+                        help="the N of section n (comma-separated)")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(sections) - {*SECTIONS, "million"})
