@@ -217,7 +217,11 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
     order = np.argsort(nearest, kind="stable")
     X_sorted, nearest = X[order], nearest[order]  # nearest: position among the members
     candidates = index.neighborhoods[members[nearest]]
-    if sp.issparse(X):  # one sparse product with every anchor the rows can reach
+    few_rows = not many_blocks and len(order) < _FEW_ROWS_PER_MEMBER * len(members)
+    if sp.issparse(X) or few_rows:
+        # One product with every anchor the rows can reach: for sparse rows, and for few
+        # dense ones of a view searched in one block (small data), where gathering each
+        # anchor's neighbourhood costs more than the products it would save.
         reach = np.unique(index.neighborhoods[members])
         every = np.asarray(X_sorted @ index.anchors[reach].T)
         products = np.take_along_axis(every, np.searchsorted(reach, candidates), axis=1)
@@ -231,6 +235,9 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
     return order, candidates[within, best], dist[within, best]
 
 
+#: A rep-cluster with fewer rows than this many per anchor gets one product with every
+#: anchor its rows can reach instead of one per anchor's neighbourhood.
+_FEW_ROWS_PER_MEMBER = 4
 #: Anchors with more rows than this get a product of their own; the others share one
 #: batched product, their rows padded to the same count.
 _OWN_PRODUCT_ROWS = 48
