@@ -157,8 +157,9 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
 
     Each row's nearest rep-cluster centre; its nearest anchor among that rep-cluster's
     anchors; then its ``n_neighbors`` nearest among that anchor's neighbourhood. Only those
-    distances are computed: the rows are sorted by rep-cluster (one product with its anchors
-    each), then, within it, by nearest anchor (one product with its neighbourhood each).
+    distances are computed: the rows are grouped by rep-cluster (one product with its
+    anchors each), then, within it, by nearest anchor (one product with its neighbourhood
+    each).
     Meant for a block of some ten thousand rows (the caller streams a view block by block):
     the more rows an anchor gets, the better the products.
 
@@ -168,8 +169,8 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
     index : AnchorIndex
     n_neighbors : int
     work : ndarray, optional
-        A dense buffer of at least ``X``'s shape and dtype to sort the rows into (reused
-        from block to block, it spares the allocation).
+        A dense buffer of at least ``X``'s shape and dtype to gather a rep-cluster's rows
+        into (reused from block to block, it spares the allocation).
     many_blocks : bool, default=False
         ``X`` is one of many blocks of a view: gather every anchor's neighbourhood once.
 

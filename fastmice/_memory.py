@@ -78,7 +78,7 @@ def _group_bytes(params: EnsembleParams, n_samples: int, widest: int, itemsize: 
     sampled = math.ceil(params.feature_ratio[1] * widest)
     entries = n_samples * max(params.n_neighbors, 8)  # graph entries (8: four views x 2)
     block = min(SEARCH_BLOCK_ROWS, n_samples)
-    search = (2 * block * sampled * itemsize                  # gathered and sorted rows
+    search = (2 * block * sampled * itemsize                  # a block, a rep-cluster of it
               + p * (10 * params.n_neighbors + 1) * sampled * itemsize  # neighbourhoods
               + 10 * p * sampled * itemsize)                  # hybrid selection candidates
     graph = entries * (_INDEX + _FLOAT) * 3                   # found, weights, CSR

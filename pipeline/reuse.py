@@ -35,8 +35,8 @@ def stored_refs(store: Any, outputs: Outputs) -> list[dict] | None:
     return [store.ref(kind, key).to_dict() for kind, key in outputs]
 
 
-def stored_or_computed(store: Any, outputs: Outputs,
-                       compute: Callable[[], Sequence[Any]]) -> tuple[list[dict], bool]:
+def stored_or_computed(store: Any, outputs: Outputs, compute: Callable[[], Sequence[Any]]
+                       ) -> tuple[list[dict], bool, dict[str, float]]:
     """The refs of a step's outputs, computing and storing them only if one is missing.
 
     Parameters
@@ -46,8 +46,7 @@ def stored_or_computed(store: Any, outputs: Outputs,
         The artifacts the step writes. They are written in this order, so the last one
         marks a finished step (a base clustering's labels, say).
     compute : callable
-        ``compute()`` returns the objects to store, one per output, in the same order. The
-        writes are timed as the stage ``"write"`` (:func:`fastmice.record_stages`).
+        ``compute()`` returns the objects to store, one per output, in the same order.
 
     Returns
     -------
@@ -55,7 +54,17 @@ def stored_or_computed(store: Any, outputs: Outputs,
         One ref per output, in order.
     computed : bool
         Whether ``compute`` ran.
+    seconds : dict
+        Seconds per stage the step spent in this thread (:func:`fastmice.record_stages`;
+        the writes are the stage ``"write"``).
     """
+    with fastmice.record_stages(this_thread=True) as seconds:
+        refs, computed = _stored_or_computed(store, outputs, compute)
+    return refs, computed, seconds
+
+
+def _stored_or_computed(store: Any, outputs: Outputs,
+                        compute: Callable[[], Sequence[Any]]) -> tuple[list[dict], bool]:
     refs = stored_refs(store, outputs)
     if refs is not None:
         return refs, False

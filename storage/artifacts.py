@@ -135,8 +135,8 @@ class ArtifactsMixin:
             reading it into memory. Ignored for other formats and non-local stores.
         rows : bool, default=False
             Return a 2-D ``npy`` artifact of a local store as a row reader
-            (:class:`storage.rows.NpyRows`): read a block of rows at a time, never mapped,
-            so that a view larger than memory costs only the block in use.
+            (:class:`storage.rows.NpyRows`): read a block of rows at a time, so that a view
+            larger than memory costs only the block in use.
 
         Returns
         -------

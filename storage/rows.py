@@ -29,22 +29,30 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "NpyRows", "StackedRows", "row_blocks"]
+__all__ = ["BLOCK_BYTES", "NpyRows", "StackedRows", "read_npy_header", "row_blocks"]
 
 #: Bytes of rows read at a time when a whole reader is streamed (hashed, copied, checked).
 BLOCK_BYTES = 64 * 2**20
 
 
-def _npy_header(f: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+def read_npy_header(f: Any) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` from the header of the ``.npy`` file ``f`` (left at
+    the data's start).
+
+    Raises
+    ------
+    ValueError
+        Why the header cannot be read (damaged, forged, or of an unknown version).
+    """
     try:
         version = np.lib.format.read_magic(f)
         if version == (1, 0):
             return np.lib.format.read_array_header_1_0(f)
         if version in ((2, 0), (3, 0)):
             return np.lib.format.read_array_header_2_0(f)
-    except ValueError as exc:
-        raise ValueError(f"{where} is not a valid .npy file: {exc}") from None
-    raise ValueError(f"{where} is a .npy file of unsupported version {version}.")
+    except (ValueError, SyntaxError, OSError, EOFError) as exc:  # numpy parses the text
+        raise ValueError(str(exc)) from None
+    raise ValueError(f"unsupported .npy format version {version}")
 
 
 #: Mapped pages can be given back block by block (Linux, Python >= 3.8).
@@ -94,7 +102,10 @@ class NpyRows:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         with open(self.path, "rb") as f:
-            shape, fortran_order, dtype = _npy_header(f, self.path)
+            try:
+                shape, fortran_order, dtype = read_npy_header(f)
+            except ValueError as exc:
+                raise ValueError(f"{self.path} is not a valid .npy file: {exc}") from None
             self.offset = f.tell()
             size = os.fstat(f.fileno()).st_size
         if len(shape) != 2 or fortran_order or dtype.hasobject or dtype.kind not in "biuf":

@@ -85,9 +85,8 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
         partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec), start)
         return [partition.to_arrays(), np.asarray(partition.labels_)]
 
-    with fastmice.record_stages(this_thread=True) as seconds:
-        (partition, labels), computed = stored_or_computed(
-            store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
+    (partition, labels), computed, seconds = stored_or_computed(
+        store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
     return {"group": spec["group_index"], "labels": labels, "partition": partition,
             "n_base_clusters": spec["n_base_clusters"], "computed": computed,
             "seconds": seconds}
@@ -128,6 +127,5 @@ def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any
         return [fastmice.consensus_partition(base_labels, ensemble.n_clusters,
                                              seed=ensemble.root_seed, init=start).to_arrays()]
 
-    with fastmice.record_stages(this_thread=True) as seconds:
-        refs, computed = stored_or_computed(store, [(CONSENSUS, key)], compute)
+    refs, computed, seconds = stored_or_computed(store, [(CONSENSUS, key)], compute)
     return {"consensus": refs[0], "computed": computed, "seconds": seconds}

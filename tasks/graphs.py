@@ -67,8 +67,7 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
         bounds = np.cumsum([0] + [b["n_samples"] for b in anchor_data["batches"]])
         return [*(B[a:b] for a, b in itertools.pairwise(bounds)), anchors.to_arrays()]
 
-    with fastmice.record_stages(this_thread=True) as seconds:
-        refs, computed = stored_or_computed(store, outputs, compute)
+    refs, computed, seconds = stored_or_computed(store, outputs, compute)
     return {"group": spec["group_index"], "anchors": refs[-1],
             "rows": {str(b): ref for b, ref in zip(_batch_ids(anchor_data), refs[:-1],
                                                     strict=True)},
@@ -109,8 +108,7 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
         return [fastmice.transform_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec),
                                                anchors)]
 
-    with fastmice.record_stages(this_thread=True) as seconds:
-        refs, computed = stored_or_computed(
-            store, [(GRAPH_ROWS, rows_key(key, batch["fingerprint"]))], compute)
+    refs, computed, seconds = stored_or_computed(
+        store, [(GRAPH_ROWS, rows_key(key, batch["fingerprint"]))], compute)
     return {"group": spec["group_index"], "batch_id": batch["batch_id"], "rows": refs[0],
             "computed": computed, "seconds": seconds}

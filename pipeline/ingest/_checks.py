@@ -17,6 +17,7 @@ from typing import IO
 import numpy as np
 
 from pipeline.ingest._common import LayoutError
+from storage.rows import read_npy_header
 
 __all__ = ["check_file"]
 
@@ -41,11 +42,8 @@ def _looks_like(head: bytes) -> str:
 
 def _npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype]:
     try:
-        version = np.lib.format.read_magic(f)
-        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                else np.lib.format.read_array_header_2_0)
-        shape, _, dtype = read(f)
-    except (ValueError, SyntaxError, OSError, EOFError) as exc:
+        shape, _, dtype = read_npy_header(f)
+    except ValueError as exc:
         raise _Refused(f"{where} has a damaged .npy header ({exc}).") from None
     if dtype.hasobject:
         raise _Refused(f"{where} holds Python objects (dtype {dtype}), which only pickle could "

@@ -165,7 +165,7 @@ def load_views(
     mmap_mode : {"r", "c"}, optional
         Leave ``.npy`` views on disk instead of reading them: a 2-D, C-ordered
         ``float32``/``float64`` view becomes a row reader (:class:`storage.rows.NpyRows`,
-        read a block of rows at a time where it is used, never mapped); another ``.npy`` is
+        read a block of rows at a time where it is used); another ``.npy`` is
         memory-mapped (``numpy.load(mmap_mode=...)``).
 
     Returns
