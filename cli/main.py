@@ -108,8 +108,9 @@ def _add_recluster(sub: argparse._SubParsersAction) -> None:
                        description="Cluster every sample of DATASET with its latest "
                                    "ensemble: the old batches' graph rows are reused, new "
                                    "batches are placed with the ensemble's anchors (or new "
-                                   "anchors with --refresh-anchors), and the base clusterings "
-                                   "and the consensus are refined from the latest run's.")
+                                   "anchors with --refresh-anchors), the base clusterings "
+                                   "are extended to them and the consensus is refined from "
+                                   "the latest run's.")
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("--refresh-anchors", action="store_true",
                    help="draw new anchors from every batch (recomputes every group)")

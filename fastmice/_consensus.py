@@ -47,13 +47,20 @@ def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
         The group's graph from :func:`fastmice.build_group_graph`.
     spec : ViewGroupSpec
     init : BipartitePartition, optional
-        The group's base clustering of fewer samples (the same graph before new rows were
-        added): its eigenvectors are kept and its centres refined over every sample.
+        The group's base clustering of the graph's first rows (before new rows were added):
+        those samples keep their base labels and the new ones go to its nearest centre
+        (:meth:`BipartitePartition.extended`); nothing is recomputed.
 
     Returns
     -------
     partition : BipartitePartition
     """
+    if init is not None:
+        if init.anchor_embedding.shape[1] != spec.n_base_clusters:
+            raise ValueError(f"init has {init.anchor_embedding.shape[1]} clusters; group "
+                             f"{spec.group_index} has {spec.n_base_clusters}.")
+        with stage("kmeans"):
+            return init.extended(B)
     k = spec.n_base_clusters
     sample, kmeans_sample = _sample_sizes(k, BASE_SAMPLE, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER)
     return partition_bipartite_graph(

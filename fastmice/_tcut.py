@@ -76,6 +76,29 @@ class BipartitePartition:
         labels, _ = _embed_rows(B_new, self.anchor_embedding).assign(self.centers)
         return labels
 
+    def extended(self, B: sp.spmatrix) -> BipartitePartition:
+        """This partition over a graph with rows added after the ones it was computed on.
+
+        Parameters
+        ----------
+        B : sparse matrix of shape (n_samples, n_columns)
+            The graph's rows: first the ``len(labels_)`` rows the partition was computed
+            on, which keep their labels, then new rows, placed by :meth:`predict`.
+
+        Returns
+        -------
+        partition : BipartitePartition
+            Labels of shape (n_samples,); the same eigenvectors and centres.
+        """
+        n_old = len(self.labels_)
+        if B.shape[0] < n_old:
+            raise ValueError(f"B has {B.shape[0]} rows; the partition was computed on "
+                             f"{n_old}, which must come first.")
+        new_rows = sp.csr_matrix(B)[n_old:]
+        placed = self.predict(new_rows) if new_rows.shape[0] else np.empty(0, np.int64)
+        labels = np.concatenate([self.labels_, placed]).astype(np.int64)
+        return BipartitePartition(labels, self.anchor_embedding, self.centers)
+
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat dict of arrays (for ``np.savez``)."""
         return {"labels": self.labels_, "anchor_embedding": self.anchor_embedding,

@@ -9,8 +9,8 @@ compute the base clustering; wait for every group; then the consensus, and the r
 
 Every task reuses what the store already holds (:mod:`pipeline.reuse`), so a rerun computes
 nothing, a run killed at any point resumes with the unfinished groups only, ``extend``
-computes only the new groups and ``recluster`` only the new batch's graph rows (plus the
-base clusterings and consensus, which cover every sample). The labels equal
+computes only the new groups and ``recluster`` only the new batch's graph rows, its base
+labels and the consensus over every sample. The labels equal
 ``fastmice.FastMICE(...).fit(Xs).labels_`` on the same data and parameters, whatever the
 task runner.
 
@@ -162,10 +162,11 @@ def recluster_flow(dataset: str, store_url: str | None = None, refresh_anchors: 
     """Relabel every sample of ``dataset`` with its latest ensemble after new batches arrived.
 
     Graph rows of the old batches are reused; the new batches are placed with the anchors the
-    ensemble was created with; the base clusterings and the consensus are refined over all
-    samples from the latest run's (a warm start). With ``from_scratch`` they are computed
-    anew instead; with ``refresh_anchors`` new anchors are drawn from every batch, which
-    recomputes everything (as a fresh run on the union).
+    ensemble was created with; the latest run's base clusterings are extended to the new
+    samples (each goes to its group's nearest base centre; the old samples keep their base
+    labels) and its consensus is refined over all samples (a warm start). With
+    ``from_scratch`` they are computed anew instead; with ``refresh_anchors`` new anchors
+    are drawn from every batch, which recomputes everything (as a fresh run on the union).
 
     Parameters
     ----------

@@ -143,17 +143,18 @@ def group_row_keys(anchor_data: Mapping[str, Any], data: Mapping[str, Any],
     return [rows_key(anchors, fp) for fp in _fingerprints(data)]
 
 
-def _warm(init: Mapping[str, Any] | None) -> list[dict[str, str]]:
-    """The key part of a warm start: the partition started from (nothing for a cold start)."""
-    return [] if init is None else [{"warm_start": init["key"]}]
+def _warm(init: Mapping[str, Any] | None, **rule: str) -> list[dict[str, str]]:
+    """The key part of a warm start: the partition started from and how it is carried on
+    (nothing for a cold start)."""
+    return [] if init is None else [{"warm_start": init["key"], **rule}]
 
 
 def base_key(row_keys: Sequence[str], spec: Mapping[str, Any],
              init: Mapping[str, Any] | None = None) -> str:
     """Key of a group's base clustering of the samples whose graph rows are ``row_keys``
-    (started from the stored partition ``init``, if given)."""
+    (extending the stored partition ``init`` to new samples, if given)."""
     return content_key(BASE_LABELS, list(row_keys), dict(spec), fastmice.CODE_VERSION,
-                       *_warm(init))
+                       *_warm(init, rule="old samples keep their labels"))
 
 
 def consensus_key(base_keys: Sequence[str], params: EnsembleParams,

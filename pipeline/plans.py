@@ -46,8 +46,8 @@ class Plan:
         The run an ``extend`` or ``recluster`` starts from.
     warm_start : dict or None
         For a recluster with new batches: the parent run's base partitions
-        (``{"groups": {group index: ref}, "consensus": ref}``) that the base clusterings and
-        the consensus refine instead of starting anew.
+        (``{"groups": {group index: ref}, "consensus": ref}``), which the base clusterings
+        extend to the new samples and the consensus refines, instead of starting anew.
     """
 
     kind: str
@@ -132,10 +132,11 @@ def plan_recluster(store: Any, dataset: str, refresh_anchors: bool = False,
     """Plan the latest run's ensemble on every batch of ``dataset`` as it is now.
 
     ``n_jobs``, if given, replaces the run's (it changes no result). When batches were added
-    since the latest run, its base clusterings and consensus are refined over every sample
-    (a warm start: the labels then depend on that run's partitions too), unless
-    ``from_scratch`` or ``refresh_anchors`` (new anchors: everything anew). With no new
-    batch, the plan is the latest run's own (so everything is reused).
+    since the latest run, it is a warm start: its base clusterings are extended to the new
+    samples (the old ones keep their base labels) and its consensus is refined over every
+    sample (the labels then depend on that run's partitions too), unless ``from_scratch``
+    or ``refresh_anchors`` (new anchors: everything anew). With no new batch, the plan is
+    the latest run's own (so everything is reused).
 
     Raises
     ------
@@ -159,6 +160,8 @@ def plan_recluster(store: Any, dataset: str, refresh_anchors: bool = False,
         return plan
     if set(batches) == set(latest["batches"]):  # nothing new: the latest run's plan again
         return dataclasses.replace(plan, warm_start=latest.get("warm_start"))
+    if batches[:len(latest["batches"])] != list(latest["batches"]):
+        return plan  # its samples are not the first ones (never so with append): anew
     return dataclasses.replace(plan, warm_start={
         "run": latest["run_id"], "consensus": latest["consensus"],
         "groups": {str(g["group"]): g["partition"] for g in latest["groups"]}})

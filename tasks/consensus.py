@@ -64,7 +64,8 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
     rows : list of dict
         :func:`tasks.graphs.transform_graph`'s results for the group's later batches.
     init : dict, optional
-        Ref of the ``base-partition`` to refine (a warm start), instead of a new Tcut.
+        Ref of the ``base-partition`` of the first samples to extend to the others (a warm
+        start), instead of a new Tcut.
 
     Returns
     -------

@@ -22,6 +22,7 @@ from fastmice import (
     partition_bipartite_graph,
     record_stages,
     stage,
+    transform_group_graph,
 )
 from fastmice._eigen import column_graph_eigenvectors
 from fastmice._kmeans import litekmeans, lloyd_rounds, sampled_litekmeans
@@ -151,6 +152,35 @@ def test_warm_start_keeps_the_partition_and_places_new_rows():
     assert adjusted_rand_score(truth, warm.labels_) > 0.95
     with pytest.raises(ValueError, match="columns"):
         partition_bipartite_graph(B[:, :200], 6, init=old)
+
+
+def test_extended_partition_keeps_old_labels_and_predicts_new_rows():
+    B, truth = clustered_graph(n_rows=1200)
+    old = partition_bipartite_graph(B[:1000], 6, max_iter=20, seed=0)
+    grown = old.extended(B)
+    np.testing.assert_array_equal(grown.labels_[:1000], old.labels_)
+    np.testing.assert_array_equal(grown.labels_[1000:], old.predict(B[1000:]))
+    assert grown.centers is old.centers and grown.anchor_embedding is old.anchor_embedding
+    assert adjusted_rand_score(truth, grown.labels_) > 0.95
+    np.testing.assert_array_equal(old.extended(B[:1000]).labels_, old.labels_)
+    with pytest.raises(ValueError, match="1000, which must come first"):
+        old.extended(B[:999])
+
+
+def test_cluster_group_warm_start_extends_the_groups_partition():
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 4, 700)
+    Xs = [np.eye(4)[truth] * 5 + rng.normal(size=(700, 4)) for _ in range(2)]
+    params = EnsembleParams(4, n_groups=2, n_anchors=60, random_state=0)
+    spec = draw_view_groups([4, 4], 600, params, seed=params.root_seed)[0]
+    B_old, anchors = build_group_graph([X[:600] for X in Xs], spec)
+    first = cluster_group(B_old, spec)
+    B_new = transform_group_graph([X[600:] for X in Xs], spec, anchors)
+    with record_stages() as seconds:
+        grown = cluster_group(sp.vstack([B_old, B_new], format="csr"), spec, first)
+    assert set(seconds) == {"kmeans"}  # no eigen step, nothing drawn
+    np.testing.assert_array_equal(grown.labels_[:600], first.labels_)
+    np.testing.assert_array_equal(grown.labels_[600:], first.predict(B_new))
 
 
 def test_consensus_warm_start_refines_the_earlier_consensus():
