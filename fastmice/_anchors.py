@@ -240,8 +240,9 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
 #: anchor its rows can reach instead of one per anchor's neighbourhood.
 _FEW_ROWS_PER_MEMBER = 4
 #: Anchors with more rows than this get a product of their own; the others share one
-#: batched product, their rows padded to the same count.
-_OWN_PRODUCT_ROWS = 48
+#: batched product, their rows padded to the same count (the batch's padding costs more
+#: than a small product beyond this).
+_OWN_PRODUCT_ROWS = 24
 
 
 def _neighbourhood_products(X, nearest: np.ndarray, n_members: int,
