@@ -9,9 +9,10 @@ would: fewer view groups, a smaller k, fewer groups at once, or a bigger machine
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fastmice import EnsembleParams, MemoryEstimate, estimate_memory
 from pipeline.params import task_workers
@@ -91,16 +92,31 @@ def check_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[in
     if budget is None or needed.total <= budget:
         return needed
     where = "the limit (--memory-limit)" if limit is not None else "free on this machine"
-    options = []
-    half_groups, half_k = max(1, params.n_groups // 2), max(2, params.n_clusters // 2)
-    for option, name, value in (("--n-jobs", "n_jobs", 1), ("--groups", "n_groups", half_groups),
-                                ("--k", "n_clusters", half_k)):
-        smaller = estimate(dataclasses.replace(params, **{name: value}))
-        if smaller.total <= budget:
-            options.append(f"{option} {value} ({_gb(smaller.total)})")
+    options = _what_fits(params, budget, estimate)
     fits = f"it would fit with {' or '.join(options)}, or" if options else "it needs"
     raise NotEnoughMemoryError(
         f"this run needs about {needed.describe()} of memory for {n_samples} samples, "
         f"k = {params.n_clusters} and {params.n_groups} view groups, but {_gb(budget)} is "
         f"{where}; {fits} a machine with at least {_gb(needed.total)} free. Nothing was "
         f"written.")
+
+
+def _what_fits(params: EnsembleParams, budget: int,
+               estimate: Callable[[EnsembleParams], MemoryEstimate]) -> list[str]:
+    """The fewest changes (one group at a time, half the groups, half k) that fit, as
+    options with the memory they need: single changes first, then pairs, then all three."""
+    changes = [(option, name, value) for option, name, value in (
+        ("--n-jobs", "n_jobs", 1), ("--groups", "n_groups", max(1, params.n_groups // 2)),
+        ("--k", "n_clusters", max(2, params.n_clusters // 2)))
+        if getattr(params, name) != value]
+    for size in range(1, len(changes) + 1):
+        options = []
+        for combo in itertools.combinations(changes, size):
+            smaller = estimate(dataclasses.replace(
+                params, **{name: value for _, name, value in combo}))
+            if smaller.total <= budget:
+                options.append(" ".join(f"{option} {value}" for option, _, value in combo)
+                               + f" ({_gb(smaller.total)})")
+        if options:
+            return options
+    return []

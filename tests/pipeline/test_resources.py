@@ -33,15 +33,29 @@ def test_the_estimate_grows_with_samples_groups_clusters_and_workers():
 
 
 def test_a_run_that_fits_passes_and_one_that_does_not_says_what_would():
-    params = EnsembleParams(400, n_groups=40)
+    params = EnsembleParams(400, n_groups=60)
     estimate = check_memory(params, 1_000_000, YTF, limit=2**40)
     assert estimate.total < 2**40
-    fewer_groups = estimate_memory(dataclasses.replace(params, n_groups=20), 1_000_000, YTF)
-    assert fewer_groups.total < estimate.total  # at 40 groups the consensus is the peak
+    fewer_groups = estimate_memory(dataclasses.replace(params, n_groups=30), 1_000_000, YTF)
+    assert fewer_groups.total < estimate.total  # at 60 groups the consensus is the peak
     with pytest.raises(NotEnoughMemoryError) as refused:
         check_memory(params, 1_000_000, YTF, limit=fewer_groups.total)
     message = str(refused.value)
-    assert "1000000 samples, k = 400 and 40 view groups" in message
-    assert "--groups 20" in message and message.endswith("Nothing was written.")
+    assert "1000000 samples, k = 400 and 60 view groups" in message
+    assert "--groups 30" in message and message.endswith("Nothing was written.")
     with pytest.raises(NotEnoughMemoryError, match="it needs a machine with at least"):
         check_memory(params, 1_000_000, YTF, limit=2**20)
+
+
+def test_when_no_single_change_fits_the_refusal_offers_combined_ones():
+    params = EnsembleParams(400, n_groups=60)
+    alone = [estimate_memory(dataclasses.replace(params, **change), 1_000_000, YTF).total
+             for change in ({"n_groups": 30}, {"n_clusters": 200})]
+    alone.append(estimate_memory(params, 1_000_000, YTF, n_workers=1).total)
+    both = estimate_memory(dataclasses.replace(params, n_groups=30), 1_000_000, YTF,
+                           n_workers=1).total
+    limit = min(alone) - 1
+    assert both <= limit  # this shape has a limit no single change meets, but a pair does
+    with pytest.raises(NotEnoughMemoryError) as refused:
+        check_memory(params, 1_000_000, YTF, limit=limit)
+    assert "--n-jobs 1 --groups 30" in str(refused.value)
