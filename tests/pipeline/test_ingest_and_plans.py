@@ -193,6 +193,24 @@ def test_plans_of_the_three_kinds(registered):
     assert again.params == plan.params and again.parent_run == "r1"
 
 
+def test_a_recluster_is_warm_only_over_the_runs_samples_followed_by_new_ones(registered,
+                                                                            blobs):
+    Xs, y = blobs
+    register_batch(registered, "blobs", [X[:40] + 1.0 for X in Xs], y[:40], mode="append")
+    plan = plan_cluster(registered, "blobs", n_clusters=4, n_groups=3, random_state=1)
+    partitions = {"consensus": {"kind": "consensus", "key": "c"},
+                  "groups": [{"group": g, "partition": {"key": f"p{g}"}} for g in range(3)]}
+    _fake_run(registered, "r1", "blobs", "2026-01-01T00:00:00", params=plan.params.to_dict(),
+              batches=[0], anchor_batches=[0], **partitions)
+    warm = plan_recluster(registered, "blobs")
+    assert warm.warm_start["run"] == "r1" and warm.warm_partition(2) == {"key": "p2"}
+    # A run over the later batch only: its samples are not the first ones, so anew.
+    _fake_run(registered, "r2", "blobs", "2026-01-02T00:00:00", params=plan.params.to_dict(),
+              batches=[1], anchor_batches=[1], **partitions)
+    anew = plan_recluster(registered, "blobs")
+    assert anew.parent_run == "r2" and anew.warm_start is None
+
+
 def test_records_written_before_the_parameter_object_still_plan(registered):
     plan = plan_cluster(registered, "blobs", n_clusters=4, n_groups=3, random_state=1)
     old = {k: v for k, v in plan.params.to_dict().items() if k != "n_jobs"}
