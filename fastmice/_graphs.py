@@ -73,7 +73,7 @@ class GroupAnchors:
 
 #: Rows of a view searched at a time: the more rows, the more share a nearest anchor and the
 #: better its product with the anchor's neighbourhood (65,536 rows, about 65 an anchor with
-#: p = 1000, searched 13 % faster than 32,768 at 400k; the buffers are two blocks of the
+#: p = 1000: 10 % less search time than 32,768 at 400k; the buffers are two blocks of the
 #: sampled columns a thread).
 SEARCH_BLOCK_ROWS = 65536
 #: Rows whose sampled columns are gathered at a time: small enough to stay in cache
