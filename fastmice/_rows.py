@@ -72,12 +72,23 @@ class MatrixRows:
         return labels, products[np.arange(products.shape[0]), labels]
 
     def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
-        """Sum of the rows of each cluster, shape (n_clusters, n_features)."""
+        """Sum of the rows of each cluster, shape (n_clusters, n_features).
+
+        Each sum adds its rows one after the other in row order (what a product with the
+        cluster indicator computes), so the result does not depend on the route taken.
+        """
+        X = self.X
+        if sp.issparse(X):  # straight into the dense sums: no sparse product and result
+            sums = np.zeros((n_clusters, X.shape[1]), dtype=X.dtype)
+            rows = np.repeat(labels * X.shape[1], np.diff(X.indptr))
+            np.add.at(sums.reshape(-1), rows + X.indices, X.data)
+            return sums
+        indptr = np.zeros(n_clusters + 1, dtype=np.int64)
+        np.cumsum(np.bincount(labels, minlength=n_clusters), out=indptr[1:])
         indicator = sp.csr_matrix(
-            (np.ones(self.n_rows, dtype=self.X.dtype), (labels, np.arange(self.n_rows))),
+            (np.ones(self.n_rows, dtype=X.dtype), np.argsort(labels, kind="stable"), indptr),
             shape=(n_clusters, self.n_rows))
-        sums = indicator @ self.X
-        return sums.toarray() if sp.issparse(sums) else np.asarray(sums)
+        return np.asarray(indicator @ X)
 
     def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
         """x_i . c_{labels_i} for every row."""

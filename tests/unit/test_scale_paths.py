@@ -54,7 +54,7 @@ def d_metric_basis(vectors, B):
     return V / np.linalg.norm(V, axis=0)
 
 
-@pytest.mark.parametrize("method", ["rows", "subspace"])
+@pytest.mark.parametrize("method", ["rows", "subspace", "lanczos"])
 def test_eigensolvers_span_the_dense_eigenvectors(method):
     B, _ = clustered_graph()
     dense = d_metric_basis(column_graph_eigenvectors(B, 6, method="dense"), B)
@@ -62,6 +62,21 @@ def test_eigensolvers_span_the_dense_eigenvectors(method):
                                                      rng=np.random.default_rng(0)), B)
     cosines = np.linalg.svd(dense.T @ other, compute_uv=False)  # principal angles
     np.testing.assert_allclose(cosines, 1.0, atol=1e-4)
+
+
+def test_lanczos_leaves_graphs_joined_only_by_negligible_edges_to_the_dense_solver():
+    # Two blocks joined by eps-weight edges: eigenvalue 1 twice, to within eps, which
+    # Lanczos from one start vector may find once.
+    first, _ = clustered_graph(n_rows=400, n_columns=150, k=3, seed=1)
+    second, _ = clustered_graph(n_rows=400, n_columns=150, k=3, seed=2)
+    B = sp.block_diag([first, second], format="lil")
+    B[0, 160] = B[450, 3] = np.finfo(float).eps
+    B = sp.csr_matrix(B)
+    dense = column_graph_eigenvectors(B, 6, method="dense")
+    np.testing.assert_array_equal(column_graph_eigenvectors(B, 6, method="lanczos"), dense)
+    connected, _ = clustered_graph(n_rows=800, n_columns=300, k=6, seed=3)
+    lanczos = column_graph_eigenvectors(connected, 6, method="lanczos")
+    assert not np.array_equal(lanczos, column_graph_eigenvectors(connected, 6, method="dense"))
 
 
 def test_subspace_products_in_threads_give_the_same_vectors(monkeypatch):
@@ -240,6 +255,41 @@ def test_neighbourhood_products_equal_the_plain_products(monkeypatch):
     expected = np.einsum("nd,ncd->nc", X, candidate_rows[nearest])
     got = _anchors._neighbourhood_products(X, nearest, 6, candidate_rows)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_search_in_one_product_finds_the_neighbours_of_the_search_by_rep_cluster(
+        make_blobs, monkeypatch, sparse):
+    from fastmice import _anchors
+
+    Xs, _ = make_blobs(n_samples=300)
+    if sparse:
+        Xs = [sp.csr_matrix(X) for X in Xs]
+    spec = draw_view_groups([X.shape[1] for X in Xs], 300, EnsembleParams(3), seed=2)[0]
+    one_product, _ = build_group_graph(Xs, spec)
+    monkeypatch.setattr(_anchors, "ONE_PRODUCT_MAX", 0)
+    by_rep_cluster, _ = build_group_graph(Xs, spec)
+    np.testing.assert_array_equal(one_product.indices, by_rep_cluster.indices)
+    if sparse:  # the same sums in the same order
+        np.testing.assert_array_equal(one_product.data, by_rep_cluster.data)
+    else:  # products of other shapes: rounding
+        np.testing.assert_allclose(one_product.data, by_rep_cluster.data, rtol=1e-9)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_centre_sums_add_each_clusters_rows_in_row_order(sparse):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 30)).astype(np.float32)
+    X[X < 0.5] = 0
+    X = sp.csr_matrix(X) if sparse else X
+    labels = rng.integers(0, 7, 200)
+    labels[labels == 3] = 4  # an empty cluster
+    indicator = sp.csr_matrix((np.ones(200, np.float32), (labels, np.arange(200))), shape=(7, 200))
+    expected = indicator @ X
+    expected = expected.toarray() if sp.issparse(expected) else expected
+    got = MatrixRows(X, cosine=False).center_sums(labels, 7)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_sparse_and_dense_views_find_the_same_neighbours(make_blobs):
