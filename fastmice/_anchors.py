@@ -145,9 +145,30 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
     anchors, rep_centers = anchors.astype(dtype), rep_centers.astype(dtype)
     neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
     anchor_distances = _distances(anchors, anchors, cosine)
-    neighborhoods = np.argsort(anchor_distances, axis=1, kind="stable")[:, :neighborhood_size]
+    neighborhoods = _first_of_stable_argsort(anchor_distances, neighborhood_size)
     return AnchorIndex(anchors, rep_centers, rep_labels.astype(np.int64),
                        neighborhoods.astype(np.int64), cosine)
+
+
+def _first_of_stable_argsort(values: np.ndarray, m: int) -> np.ndarray:
+    """``np.argsort(values, axis=1, kind="stable")[:, :m]``, without sorting whole rows.
+
+    Each row's ``m`` smallest (the earlier column first among equals) are found by a
+    partition, then only they are sorted: several times faster when ``m`` is a small part
+    of the row (51 of 617 anchors: about a fifth of the time).
+    """
+    n_rows, n_columns = values.shape
+    if 4 * m >= n_columns:
+        return np.argsort(values, axis=1, kind="stable")[:, :m]
+    threshold = np.partition(values, m - 1, axis=1)[:, m - 1:m]
+    below = values < threshold
+    tied = values == threshold
+    # Of the values equal to the m-th smallest, the first ones by column fill the row.
+    wanted_ties = m - below.sum(axis=1, keepdims=True)
+    chosen = below | (tied & (np.cumsum(tied, axis=1) <= wanted_ties))
+    columns = np.nonzero(chosen)[1].reshape(n_rows, m)  # ascending within each row
+    order = np.argsort(np.take_along_axis(values, columns, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(columns, order, axis=1)
 
 
 def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,

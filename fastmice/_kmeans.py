@@ -174,8 +174,12 @@ def lloyd_rounds(X, centers: np.ndarray, n_rounds: int, metric: str = "cosine"
     for _ in range(max(1, n_rounds)):
         labels, val = rows.assign(centers)
         labels = _repair(rows, labels, val, n_clusters)
-        centers = _centers(rows, labels, n_clusters)
+        previous, centers = centers, _centers(rows, labels, n_clusters)
         if last is not None and np.array_equal(labels, last):
+            break
+        if np.array_equal(centers, previous):
+            # The next round would assign exactly as this one did and stop there. (Every
+            # cluster a single row under Euclidean: anchors on fewer rows than p.)
             break
         last = labels
     return labels, centers

@@ -23,6 +23,9 @@ _GRAM_MAX = 4096
 #: is about this much cheaper than a sparse one).
 _DENSE_SUBSET = 2**25
 _DENSE_GAIN = 50
+#: Dense rows of at most this many entries are summed per cluster with ``np.add.at`` (the
+#: same additions in the same order as the indicator product; 169 x 13: 54 us against 132).
+_ADD_AT_MAX = 8192
 
 
 def row_sq_norms(X) -> np.ndarray:
@@ -82,6 +85,10 @@ class MatrixRows:
             sums = np.zeros((n_clusters, X.shape[1]), dtype=X.dtype)
             rows = np.repeat(labels * X.shape[1], np.diff(X.indptr))
             np.add.at(sums.reshape(-1), rows + X.indices, X.data)
+            return sums
+        if X.size <= _ADD_AT_MAX:  # few rows: scipy's per-call cost is most of the product
+            sums = np.zeros((n_clusters, X.shape[1]), dtype=X.dtype)
+            np.add.at(sums, labels, X)
             return sums
         indptr = np.zeros(n_clusters + 1, dtype=np.int64)
         np.cumsum(np.bincount(labels, minlength=n_clusters), out=indptr[1:])

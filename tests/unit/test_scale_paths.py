@@ -276,15 +276,17 @@ def test_search_in_one_product_finds_the_neighbours_of_the_search_by_rep_cluster
         np.testing.assert_allclose(one_product.data, by_rep_cluster.data, rtol=1e-9)
 
 
+@pytest.mark.parametrize("n_rows", [200, 1000])  # below and above _rows._ADD_AT_MAX entries
 @pytest.mark.parametrize("sparse", [False, True])
-def test_centre_sums_add_each_clusters_rows_in_row_order(sparse):
+def test_centre_sums_add_each_clusters_rows_in_row_order(sparse, n_rows):
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 30)).astype(np.float32)
+    X = rng.standard_normal((n_rows, 30)).astype(np.float32)
     X[X < 0.5] = 0
     X = sp.csr_matrix(X) if sparse else X
-    labels = rng.integers(0, 7, 200)
+    labels = rng.integers(0, 7, n_rows)
     labels[labels == 3] = 4  # an empty cluster
-    indicator = sp.csr_matrix((np.ones(200, np.float32), (labels, np.arange(200))), shape=(7, 200))
+    indicator = sp.csr_matrix((np.ones(n_rows, np.float32), (labels, np.arange(n_rows))),
+                              shape=(7, n_rows))
     expected = indicator @ X
     expected = expected.toarray() if sp.issparse(expected) else expected
     got = MatrixRows(X, cosine=False).center_sums(labels, 7)
@@ -299,3 +301,37 @@ def test_sparse_and_dense_views_find_the_same_neighbours(make_blobs):
     sparse, _ = build_group_graph([sp.csr_matrix(X) for X in Xs], spec)
     np.testing.assert_array_equal(dense.indices, sparse.indices)
     np.testing.assert_allclose(dense.data, sparse.data, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["continuous", "few_values", "mostly_equal"])
+@pytest.mark.parametrize("m", [1, 11, 51, 200])
+def test_neighbourhoods_are_the_first_columns_of_a_stable_sort(kind, m):
+    from fastmice._anchors import _first_of_stable_argsort
+
+    rng = np.random.default_rng(m)
+    values = rng.random((300, 400))
+    if kind == "few_values":
+        values = np.round(values * 4) / 4
+    elif kind == "mostly_equal":  # cosine distances of sparse rows: most are exactly 1
+        values = np.where(rng.random(values.shape) < 0.95, 1.0, values)
+    expected = np.argsort(values, axis=1, kind="stable")[:, :m]
+    np.testing.assert_array_equal(_first_of_stable_argsort(values, m), expected)
+
+
+class _CountingRows(MatrixRows):
+    assignments = 0
+
+    def assign(self, centers, n_jobs=1):
+        _CountingRows.assignments += 1
+        return super().assign(centers, n_jobs)
+
+
+def test_kmeans_stops_once_the_centres_no_longer_move():
+    # As many clusters as distinct rows (anchors on fewer samples than p): the first round
+    # gives every row its own cluster and leaves the centres where they started.
+    X = np.random.default_rng(0).standard_normal((60, 5))
+    rows = _CountingRows(X, cosine=False)
+    labels, centers = litekmeans(rows, 60, max_iter=5, rng=np.random.default_rng(1))
+    assert _CountingRows.assignments == 1
+    np.testing.assert_array_equal(labels, np.arange(60))
+    np.testing.assert_array_equal(centers, X)
