@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 
-__all__ = ["BLOCK_ROWS", "map_blocks", "map_threads"]
+import numpy as np
+
+__all__ = ["BLOCK_ROWS", "by_column_parts", "map_blocks", "map_threads"]
 
 #: Rows per block when a rows-by-something matrix is formed.
 BLOCK_ROWS = 16384
@@ -33,3 +36,19 @@ def map_threads(function: Callable, items: Iterable, n_jobs: int) -> list:
         return list(pool.map(function, items))
 
 
+
+
+def by_column_parts(function: Callable[[slice], np.ndarray], n_columns: int,
+                    n_jobs: int = 1) -> np.ndarray:
+    """``function(slice(None))``, as ``n_jobs`` slices of its result's columns in threads.
+
+    For products of a sparse matrix with a dense one, sliced by the dense one's columns:
+    scipy computes every entry the same way whatever the number of columns (checked in
+    ``tests/unit/test_scale_paths.py``), so the result is the same as one product's.
+    """
+    if n_jobs <= 1 or n_columns < 2:
+        return function(slice(None))
+    bounds = np.linspace(0, n_columns, min(n_jobs, n_columns) + 1).astype(int)
+    parts = map_threads(function, [slice(a, b) for a, b in pairwise(bounds)],
+                        n_jobs)
+    return np.hstack(parts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._parallel import map_blocks
+from fastmice._parallel import by_column_parts, map_blocks
 
 __all__ = ["MatrixRows", "Rows", "TransferRows", "row_sq_norms"]
 
@@ -218,7 +218,9 @@ class TransferRows:
         weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),
                                 shape=(n_clusters, self.n_rows))
         # Sparse (k x n_columns) times U: never a dense matrix with a side of n_columns.
-        return np.asarray((weights @ self.R) @ self.U)
+        per_cluster = weights @ self.R
+        return by_column_parts(lambda part: np.asarray(per_cluster @ self.U[:, part]),
+                               self.U.shape[1], self.n_jobs)
 
     def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
         G = self.U @ centers.T

@@ -335,3 +335,23 @@ def test_kmeans_stops_once_the_centres_no_longer_move():
     assert _CountingRows.assignments == 1
     np.testing.assert_array_equal(labels, np.arange(60))
     np.testing.assert_array_equal(centers, X)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2, 3])
+def test_a_sparse_product_split_by_columns_is_the_same_product(n_jobs):
+    from fastmice._parallel import by_column_parts
+
+    rng = np.random.default_rng(n_jobs)
+    S = sp.random(50, 3000, density=0.3, format="csr", random_state=n_jobs)
+    U = rng.standard_normal((3000, 37))
+    got = by_column_parts(lambda part: np.asarray(S @ U[:, part]), U.shape[1], n_jobs)
+    np.testing.assert_array_equal(got, S @ U)
+
+
+def test_implicit_centre_sums_do_not_depend_on_threads():
+    rng = np.random.default_rng(0)
+    R = _row_stochastic(sp.random(3000, 400, density=0.02, format="csr", random_state=0))
+    U = rng.standard_normal((400, 12))
+    labels = rng.integers(0, 12, 3000)
+    one = TransferRows(R, U, n_jobs=1).center_sums(labels, 12)
+    np.testing.assert_array_equal(TransferRows(R, U, n_jobs=2).center_sums(labels, 12), one)
