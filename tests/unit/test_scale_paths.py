@@ -355,3 +355,19 @@ def test_implicit_centre_sums_do_not_depend_on_threads():
     labels = rng.integers(0, 12, 3000)
     one = TransferRows(R, U, n_jobs=1).center_sums(labels, 12)
     np.testing.assert_array_equal(TransferRows(R, U, n_jobs=2).center_sums(labels, 12), one)
+
+
+@pytest.mark.parametrize("sorted_indices", [True, False])
+def test_scaling_a_graph_entry_by_entry_is_the_product_with_diagonals(sorted_indices):
+    from fastmice._eigen import _scaled
+
+    rng = np.random.default_rng(1)
+    M = sp.random(500, 200, density=0.05, format="csr", random_state=1)
+    if not sorted_indices:  # a product's output: rows not in column order
+        M = M.T @ sp.csr_matrix(sp.diags(rng.random(500)) @ M)
+    M.data[:3] = 0  # explicit zeros are dropped, as by the products
+    rows, columns = rng.random(M.shape[0]), rng.random(M.shape[1])
+    expected = sp.csr_matrix(sp.diags(rows) @ M @ sp.diags(columns))
+    got = _scaled(M, rows, columns)
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
