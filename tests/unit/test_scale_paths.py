@@ -89,6 +89,15 @@ def test_subspace_products_in_threads_give_the_same_vectors(monkeypatch):
     np.testing.assert_array_equal(*runs)
 
 
+def test_a_transposed_block_as_csr_gives_the_transposed_product_bit_for_bit():
+    # The subspace iteration applies A_b^T as a CSR matrix formed once (a gathering
+    # product) instead of the CSC view A_b.T (a scattering one): the same sums, in order.
+    B, _ = clustered_graph(n_rows=2000, n_columns=700)
+    A = sp.csr_matrix(B, dtype=np.float32)
+    Y = np.random.default_rng(0).standard_normal((A.shape[0], 37)).astype(np.float32)
+    np.testing.assert_array_equal(A.T.tocsr() @ Y, A.T @ Y)
+
+
 def test_transfer_rows_match_the_formed_embedding():
     B, _ = clustered_graph()
     U = column_graph_eigenvectors(B, 6)
