@@ -30,12 +30,11 @@ def map_blocks(function: Callable[[slice], object], n_rows: int, n_jobs: int = 1
 
 
 def map_threads(function: Callable, items: Iterable, n_jobs: int) -> list:
+    """``[function(item) for item in items]``, in ``n_jobs`` threads, in item order."""
     if n_jobs <= 1:
         return [function(item) for item in items]
     with ThreadPoolExecutor(max_workers=n_jobs) as pool:  # numpy and BLAS release the GIL
         return list(pool.map(function, items))
-
-
 
 
 def by_column_parts(function: Callable[[slice], np.ndarray], n_columns: int,
