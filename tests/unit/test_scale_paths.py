@@ -312,7 +312,7 @@ def test_sparse_and_dense_views_find_the_same_neighbours(make_blobs):
     np.testing.assert_allclose(dense.data, sparse.data, rtol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["continuous", "few_values", "mostly_equal"])
+@pytest.mark.parametrize("kind", ["continuous", "few_values", "mostly_equal", "some_rows"])
 @pytest.mark.parametrize("m", [1, 11, 51, 200])
 def test_neighbourhoods_are_the_first_columns_of_a_stable_sort(kind, m):
     from fastmice._anchors import _first_of_stable_argsort
@@ -323,6 +323,8 @@ def test_neighbourhoods_are_the_first_columns_of_a_stable_sort(kind, m):
         values = np.round(values * 4) / 4
     elif kind == "mostly_equal":  # cosine distances of sparse rows: most are exactly 1
         values = np.where(rng.random(values.shape) < 0.95, 1.0, values)
+    elif kind == "some_rows":  # ties beyond the m smallest in every third row only
+        values[::3] = np.round(values[::3] * 8) / 8
     expected = np.argsort(values, axis=1, kind="stable")[:, :m]
     np.testing.assert_array_equal(_first_of_stable_argsort(values, m), expected)
 
