@@ -118,7 +118,8 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
                               sample_size: int | None = None,
                               kmeans_sample_size: int | None = None, full_rounds: int = 1,
                               init: BipartitePartition | None = None,
-                              n_jobs: int = 1) -> BipartitePartition:
+                              n_jobs: int = 1,
+                              eigen_dtype: type = np.float64) -> BipartitePartition:
     """Partition the rows of a bipartite graph by transfer cut.
 
     The ``n_clusters`` leading eigenvectors of the normalised column-side graph
@@ -152,6 +153,9 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         for at most ``full_rounds``. Nothing is drawn from ``rng``.
     n_jobs : int, default=1
         Threads over row blocks and k-means replicates (the result does not depend on it).
+    eigen_dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Precision of a dense eigensolver, if the eigen step uses one
+        (:func:`fastmice._eigen.column_graph_eigenvectors`).
 
     Returns
     -------
@@ -180,7 +184,8 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         kmeans_sample = np.sort(rng.choice(among, kmeans_sample_size, replace=False))
     with stage("eigen"):
         anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
-                                                     n_clusters, rng=rng, n_jobs=n_jobs)
+                                                     n_clusters, rng=rng, n_jobs=n_jobs,
+                                                     dense_dtype=eigen_dtype)
     with stage("kmeans"):
         embedding = _embed_rows(B, anchor_embedding, n_jobs)
         labels, centers = sampled_litekmeans(

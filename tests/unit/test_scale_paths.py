@@ -64,6 +64,18 @@ def test_eigensolvers_span_the_dense_eigenvectors(method):
     np.testing.assert_allclose(cosines, 1.0, atol=1e-4)
 
 
+@pytest.mark.parametrize("method", ["dense", "rows"])
+def test_single_precision_dense_eigenvectors_span_the_double_precision_ones(method):
+    # The base clusterings' dense eigenproblems are solved in float32.
+    B, _ = clustered_graph(n_rows=900 if method == "dense" else 250, n_columns=300)
+    double = column_graph_eigenvectors(B, 6, method=method)
+    single = column_graph_eigenvectors(B, 6, method=method, dense_dtype=np.float32)
+    assert single.dtype == np.float64 and not np.array_equal(single, double)
+    cosines = np.linalg.svd(d_metric_basis(double, B).T @ d_metric_basis(single, B),
+                            compute_uv=False)
+    np.testing.assert_allclose(cosines, 1.0, atol=1e-5)
+
+
 def test_lanczos_leaves_graphs_joined_only_by_negligible_edges_to_the_dense_solver():
     # Two blocks joined by eps-weight edges: eigenvalue 1 twice, to within eps, which
     # Lanczos from one start vector may find once.
