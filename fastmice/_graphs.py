@@ -119,15 +119,22 @@ def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
     return out
 
 
-def _search_view(X, columns: np.ndarray, index: AnchorIndex,
-                 n_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`search_nearest_anchors` over every row of a view, block by block."""
+def _search_view(X, columns: np.ndarray, index: AnchorIndex, n_neighbors: int,
+                 restricted=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`search_nearest_anchors` over every row of a view, block by block.
+
+    ``restricted``, if given, is every row of the view already restricted to ``columns``
+    (:func:`_restrict`), searched as it is when the view fits in one block.
+    """
     rows = min(SEARCH_BLOCK_ROWS, X.shape[0])
+    many_blocks = X.shape[0] > rows
+    if restricted is not None and not many_blocks:
+        work = None if sp.issparse(restricted) else np.empty_like(restricted)
+        return search_nearest_anchors(restricted, index, n_neighbors, work, False)
     gathered = work = None
     if not sp.issparse(X):
         gathered = np.empty((rows, len(columns)), dtype=X.dtype)
         work = np.empty_like(gathered)
-    many_blocks = X.shape[0] > rows
     parts = [search_nearest_anchors(
         _restrict(X, columns, slice(start, start + rows), gathered), index, n_neighbors, work,
         many_blocks) for start in range(0, X.shape[0], rows)]
@@ -187,11 +194,14 @@ def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix,
         cosine = spec.metrics[m] == "cosine"
         with stage("anchors"):
             candidates = draw_candidates(X.shape[0], spec.n_anchors, rng)
-            index = fit_anchor_index(_restrict(X, columns, candidates),
-                                     min(spec.n_anchors, X.shape[0]), spec.n_neighbors,
-                                     cosine, rng)
+            # Candidates are every row when N <= 10 p: restricted once, for the search too.
+            every_row = candidates.size == X.shape[0]
+            restricted = _restrict(X, columns, slice(None) if every_row else candidates)
+            index = fit_anchor_index(restricted, min(spec.n_anchors, X.shape[0]),
+                                     spec.n_neighbors, cosine, rng)
         with stage("search"):
-            indices, distances = _search_view(X, columns, index, spec.n_neighbors)
+            indices, distances = _search_view(X, columns, index, spec.n_neighbors,
+                                              restricted if every_row else None)
         with stage("graph"):
             sigma = np.nan if cosine else float(np.mean(distances)) + _EPS
             blocks.append(_graph_block(indices, _weights(distances, sigma, cosine),
