@@ -194,14 +194,16 @@ def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix,
         cosine = spec.metrics[m] == "cosine"
         with stage("anchors"):
             candidates = draw_candidates(X.shape[0], spec.n_anchors, rng)
-            # Candidates are every row when N <= 10 p: restricted once, for the search too.
+            # Every row is a candidate when N <= 10 p: if the view is then searched in one
+            # block, its restriction to the sampled columns serves the search as well.
             every_row = candidates.size == X.shape[0]
             restricted = _restrict(X, columns, slice(None) if every_row else candidates)
             index = fit_anchor_index(restricted, min(spec.n_anchors, X.shape[0]),
                                      spec.n_neighbors, cosine, rng)
+            if not (every_row and X.shape[0] <= SEARCH_BLOCK_ROWS):
+                restricted = None
         with stage("search"):
-            indices, distances = _search_view(X, columns, index, spec.n_neighbors,
-                                              restricted if every_row else None)
+            indices, distances = _search_view(X, columns, index, spec.n_neighbors, restricted)
         with stage("graph"):
             sigma = np.nan if cosine else float(np.mean(distances)) + _EPS
             blocks.append(_graph_block(indices, _weights(distances, sigma, cosine),
