@@ -72,8 +72,15 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
     name = args.name if args.name is not None else default_dataset_name(args.data)
     validate_name(name, "dataset name (--name)")
     with output.redirected():
-        Xs, labels = read_data(args.data)
         values = ensemble_values(args)
+
+        def refuse_early(n_samples: int, n_features: list[int], itemsize: int) -> None:
+            # Files on disk: a run that would not fit is refused before their values are read.
+            if values["n_clusters"] is not None:
+                params = _checked(ensemble_params, n_samples, len(n_features), **values)
+                _check_memory(args, params, n_samples, n_features, itemsize)
+
+        Xs, labels = read_data(args.data, on_shapes=refuse_early)
         if values["n_clusters"] is None:
             if labels is None:
                 raise CommandError("--k is required: the data carry no labels to count the "

@@ -17,7 +17,7 @@ The ``sparse`` option of the loaders chooses each view's container:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, TypeAlias
 
@@ -26,11 +26,13 @@ import scipy.sparse as sp
 
 import fastmice
 
-__all__ = ["DENSITY_THRESHOLD", "PathLike", "SparseOption", "View"]
+__all__ = ["DENSITY_THRESHOLD", "PathLike", "ShapeHook", "SparseOption", "View"]
 
 View: TypeAlias = np.ndarray | sp.csr_matrix
 SparseOption: TypeAlias = bool | Literal["auto", "keep"]
 PathLike: TypeAlias = str | os.PathLike
+#: ``hook(n_samples, n_features, itemsize)``: told the data's shape before the values are read.
+ShapeHook: TypeAlias = Callable[[int, list[int], int], None]
 
 #: Views whose density ``nnz / (n_samples * n_features)`` is below this are returned as
 #: CSR under ``sparse="auto"``.
@@ -59,6 +61,21 @@ def existing_file(path: PathLike, what: str = "file") -> Path:
     if p.is_dir():
         raise ValueError(f"Expected a {what}, got a directory: {p}")
     return p
+
+
+def announce_shapes(raw: Sequence[object], on_shapes: ShapeHook | None) -> None:
+    """Tell ``on_shapes`` the views' shape, if they agree on it, before any value is read.
+
+    ``itemsize`` is that of the views once validated (float32 stays, the rest becomes
+    float64). Views that do not agree are left to :func:`to_views`, which says what is
+    wrong with them.
+    """
+    shapes = [getattr(X, "shape", ()) for X in raw]
+    if on_shapes is None or any(len(s) != 2 or 0 in s or s[0] != shapes[0][0]
+                                for s in shapes):
+        return
+    itemsize = max(4 if getattr(X, "dtype", None) == np.float32 else 8 for X in raw)
+    on_shapes(shapes[0][0], [s[1] for s in shapes], itemsize)
 
 
 def to_views(raw: Sequence[object], names: Sequence[str], sparse: SparseOption) -> list[View]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.ingest._common import ShapeHook
 from pipeline.ingest.matlab import load_mat
 from pipeline.ingest.npz import load_npz
 from pipeline.ingest.views import load_views
@@ -27,7 +28,8 @@ __all__ = ["VIEW_SUFFIXES", "default_dataset_name", "read_data", "register_batch
 VIEW_SUFFIXES = (".npy", ".parquet", ".csv")
 
 
-def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray | None]:
+def read_data(paths: Sequence[str | os.PathLike], *, on_shapes: ShapeHook | None = None
+              ) -> tuple[list[Any], np.ndarray | None]:
     """Read a multi-view data set from files and validate its views.
 
     Parameters
@@ -37,6 +39,9 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
         (the layout of ``../shared/datasets/INDEX.md``); a single ``.mat``; one file per view
         (``.npy``, ``.parquet``, ``.csv``; a single such file is a one-view data set); or a
         directory of ``view*.npy`` / ``view*.npz`` files with an optional ``labels.npy``.
+    on_shapes : callable, optional
+        For one file per view or a directory: ``on_shapes(n_samples, n_features,
+        itemsize)`` before the views' values are checked (see :func:`load_views`).
 
     Returns
     -------
@@ -64,7 +69,7 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
         if not f.exists():
             raise FileNotFoundError(f"No such file or directory: {f}")
     if len(files) == 1 and files[0].is_dir():
-        Xs, labels = load_views(files[0], mmap_mode="r")
+        Xs, labels = load_views(files[0], mmap_mode="r", on_shapes=on_shapes)
     elif len(files) == 1 and files[0].suffix.lower() == ".npz":
         Xs, labels = load_npz(files[0])
     elif len(files) == 1 and files[0].suffix.lower() == ".mat":
@@ -75,7 +80,7 @@ def read_data(paths: Sequence[str | os.PathLike]) -> tuple[list[Any], np.ndarray
                 raise ValueError(
                     f"{f}: expected one .npz, one .mat or one directory alone, or one "
                     f"{'/'.join(VIEW_SUFFIXES)} file per view.")
-        Xs, labels = load_views(files, mmap_mode="r")
+        Xs, labels = load_views(files, mmap_mode="r", on_shapes=on_shapes)
     return Xs, labels
 
 

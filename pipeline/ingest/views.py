@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 import fastmice
 from pipeline.ingest import _common as common
 from pipeline.ingest._checks import check_file
-from pipeline.ingest._common import LayoutError, PathLike, SparseOption, View
+from pipeline.ingest._common import LayoutError, PathLike, ShapeHook, SparseOption, View
 from storage import write_file_atomic
 from storage.rows import NpyRows
 
@@ -144,6 +144,7 @@ def load_views(
     labels: PathLike | None = None,
     sparse: SparseOption = "keep",
     mmap_mode: Literal["r", "c"] | None = None,
+    on_shapes: ShapeHook | None = None,
 ) -> tuple[list[View], np.ndarray | None]:
     """Load views stored one file per view, or a directory of ``view*.npy|npz`` files.
 
@@ -167,6 +168,10 @@ def load_views(
         ``float32``/``float64`` view becomes a row reader (:class:`storage.rows.NpyRows`,
         read a block of rows at a time where it is used); another ``.npy`` is
         memory-mapped (``numpy.load(mmap_mode=...)``).
+    on_shapes : callable, optional
+        ``on_shapes(n_samples, n_features, itemsize)``, called once the files are open and
+        agree on the number of samples, before their values are checked (a view on disk is
+        then not read yet): e.g. to refuse a run that would not fit in memory first.
 
     Returns
     -------
@@ -195,7 +200,9 @@ def load_views(
     names = [f.name for f in files]
     if len(set(names)) < len(names):
         names = [str(f) for f in files]
-    Xs = common.to_views([_read_array_file(f, mmap_mode) for f in files], names, sparse)
+    raw = [_read_array_file(f, mmap_mode) for f in files]
+    common.announce_shapes(raw, on_shapes)
+    Xs = common.to_views(raw, names, sparse)
     y = None if label_file is None else _read_labels(label_file)
     common.check_labels(y, Xs, names[0])
     return Xs, y

@@ -36,6 +36,10 @@ def files(tmp_path, blobs):
     np.save(d / "a.npy", Xs[0])
     np.save(d / "short.npy", Xs[1][:500])
     np.save(d / "narrow.npy", Xs[1][:, :7])
+    save_views_dir(d / "nanviews", Xs, y)
+    with_nan = Xs[1].copy()
+    with_nan[3, 2] = np.nan
+    np.save(d / "nanviews" / "view1.npy", with_nan)
     return d
 
 
@@ -63,6 +67,11 @@ ERRORS = [
     (["cluster", "{f}/blobs.npz", "--memory-limit", "1M"],
      r"needs about .* GB is the limit \(--memory-limit\);.* Nothing was written\.$"),
     (["cluster", "{f}/blobs.npz", "--memory-limit", "lots"], "memory size 'lots' is not a size"),
+    # Views on disk: the run is refused for its size before any value is read (the NaN of
+    # view 1 is not reached); with room enough, the NaN is.
+    (["cluster", "{f}/nanviews", "--k", "4", "--memory-limit", "1M"],
+     r"needs about .* GB is the limit \(--memory-limit\);.* Nothing was written\.$"),
+    (["cluster", "{f}/nanviews", "--k", "4"], r"View 1 \(view1.npy\) has 1 row\(s\) with NaN"),
     (["extend", "blobs-old", "--groups", "2", "--n-jobs", "0"], r"--n-jobs 0 is not allowed"),
     (["cluster", "{f}/nolabels.npz"], "--k is required"),
     (["cluster", "{f}/nolabels.npz", "--k", "3", "--name", "blobs"],
