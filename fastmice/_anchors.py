@@ -16,8 +16,9 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._kmeans import litekmeans
-from fastmice._rows import row_sq_norms
+from fastmice._gram import anchors_by_gram, gram_distances, gram_litekmeans, gram_pays
+from fastmice._kmeans import _centers, litekmeans
+from fastmice._rows import MatrixRows, row_sq_norms
 
 __all__ = ["AnchorIndex", "draw_candidates", "fit_anchor_index", "search_nearest_anchors"]
 
@@ -135,16 +136,21 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
     index : AnchorIndex
     """
     metric = "cosine" if cosine else "sqeuclidean"
-    dtype = candidates.dtype
-    # The anchors are approximate centres (5 rounds from random rows): float32 k-means finds
-    # them at twice the speed of float64; they are then kept in the view's precision.
-    _, anchors = litekmeans(candidates.astype(np.float32), n_anchors, metric=metric,
-                            max_iter=5, rng=rng)
+    candidates = candidates.astype(np.float32, copy=False)
     n_rep = max(1, math.isqrt(n_anchors))
-    rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5, rng=rng)
-    anchors, rep_centers = anchors.astype(dtype), rep_centers.astype(dtype)
     neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
-    anchor_distances = _distances(anchors, anchors, cosine)
+    if gram_pays(candidates, n_anchors):
+        anchors, anchor_gram = anchors_by_gram(candidates, n_anchors, cosine, rng)
+        rep_labels, _ = gram_litekmeans(anchor_gram, n_rep, cosine=cosine, max_iter=5, rng=rng)
+        rep_centers = _centers(MatrixRows(anchors, cosine), rep_labels, n_rep)
+        anchor_distances = gram_distances(anchor_gram, cosine)
+    else:
+        _, anchors = litekmeans(candidates, n_anchors, metric=metric, max_iter=5, rng=rng)
+        rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5,
+                                             rng=rng)
+        anchor_distances = None
+    if anchor_distances is None:
+        anchor_distances = _distances(*[anchors.astype(np.float64)] * 2, cosine)
     neighborhoods = _first_of_stable_argsort(anchor_distances, neighborhood_size)
     return AnchorIndex(anchors, rep_centers, rep_labels.astype(np.int64),
                        neighborhoods.astype(np.int64), cosine)

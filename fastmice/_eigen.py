@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
+from fastmice._lapack import top_eigenpairs
 from fastmice._parallel import map_threads
 
 __all__ = ["column_graph_eigenvectors"]
@@ -46,12 +47,19 @@ _PRODUCT_ROWS = 16384
 
 
 #: Lanczos instead of the dense solver from this side on, for at most side / this many
-#: eigenpairs (measured on the groups' column graphs: side 1000, k = 16: 22 ms vs 72 ms;
-#: k = 80: 80 vs 98; side 618, k = 27: 14 vs 20).
+#: eigenpairs. ARPACK's loop runs in Python and holds the GIL between its products, while
+#: the dense solver runs without it (``fastmice._lapack``), so in threads the dense solver
+#: is worth more than its own time says: at 32 (16 before), Movies' groups (side 617, 17-34
+#: eigenpairs) take 0.85x the time in two threads, and the groups of 1000 anchors into
+#: 6-20 clusters (Reuters, mfeat) keep Lanczos.
 _LANCZOS_MIN_SIDE = 400
-_LANCZOS_SIDE_PER_VECTOR = 16
+_LANCZOS_SIDE_PER_VECTOR = 32
 #: Restarts before Lanczos gives way to the dense solver (those that converge take < 20).
 _LANCZOS_RESTARTS = 50
+#: Lanczos's relative tolerance on the eigenvalues where single precision is enough (the
+#: base clusterings, whose dense eigenproblems are solved in float32): subspaces within
+#: 1e-10 of the exact ones on the groups' graphs, and 0.65-0.8x the time of tol = 0.
+_SINGLE_TOL = 1e-6
 #: Edges below this fraction of the largest do not connect components.
 _NEGLIGIBLE = 1e-9
 
@@ -72,18 +80,20 @@ def _scaled(M: sp.csr_matrix, row_scale: np.ndarray, column_scale: np.ndarray) -
     return scaled
 
 
+def _lanczos_tol(dense_dtype: type) -> float:
+    return 0.0 if np.dtype(dense_dtype) == np.float64 else _SINGLE_TOL
+
+
 def _dense_top(matrix: np.ndarray, k: int,
                dtype: type = np.float64) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest eigenpairs of a symmetric matrix (destroyed), largest first,
     computed in ``dtype``."""
-    n = matrix.shape[0]
-    matrix = matrix.astype(dtype, copy=False)
-    values, vectors = scipy.linalg.eigh(matrix, subset_by_index=[n - k, n - 1],
-                                        overwrite_a=True, check_finite=False, driver="evr")
+    values, vectors = top_eigenpairs(matrix.astype(dtype, copy=False), k)
     return values[::-1], vectors[:, ::-1].astype(np.float64, copy=False)
 
 
-def _lanczos_top(matrix: sp.csr_matrix, k: int, force: bool = False) -> np.ndarray | None:
+def _lanczos_top(matrix: sp.csr_matrix, k: int, force: bool = False,
+                 tol: float = 0.0) -> np.ndarray | None:
     """The ``k`` leading eigenvectors of a sparse symmetric graph matrix by Lanczos, largest
     first; None where Lanczos is not the better or not a safe choice (see the module).
 
@@ -104,7 +114,7 @@ def _lanczos_top(matrix: sp.csr_matrix, k: int, force: bool = False) -> np.ndarr
         return None
     start = np.random.default_rng(n).standard_normal(n)
     try:
-        values, vectors = eigsh(matrix, k=k, which="LA", v0=start, tol=0,
+        values, vectors = eigsh(matrix, k=k, which="LA", v0=start, tol=tol,
                                 maxiter=_LANCZOS_RESTARTS)
     except ArpackNoConvergence:
         return None
@@ -162,7 +172,7 @@ def column_graph_eigenvectors(B: sp.csr_matrix, k: int, *, rng: np.random.Genera
         if requested in (None, "lanczos"):
             normalized = sp.csr_matrix(sp.diags(d_inv_sqrt) @ Wy @ sp.diags(d_inv_sqrt))
             vectors = _lanczos_top(sp.csr_matrix((normalized + normalized.T) / 2), k,
-                                   force=requested == "lanczos")
+                                   force=requested == "lanczos", tol=_lanczos_tol(dense_dtype))
         if vectors is None:
             normalized = d_inv_sqrt[:, None] * Wy.toarray() * d_inv_sqrt[None, :]
             _, vectors = _dense_top((normalized + normalized.T) / 2, k, dense_dtype)
@@ -175,7 +185,7 @@ def column_graph_eigenvectors(B: sp.csr_matrix, k: int, *, rng: np.random.Genera
     if method == "rows":
         gram = A @ A.T
         row_vectors = None if requested is not None else _lanczos_top(
-            sp.csr_matrix((gram + gram.T) / 2), k)
+            sp.csr_matrix((gram + gram.T) / 2), k, tol=_lanczos_tol(dense_dtype))
         if row_vectors is None:
             gram = gram.toarray()
             _, row_vectors = _dense_top((gram + gram.T) / 2, k, dense_dtype)

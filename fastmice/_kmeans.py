@@ -40,12 +40,16 @@ def _centers(rows: Rows, labels: np.ndarray, n_clusters: int) -> np.ndarray:
 
 def _repair(rows: Rows, labels: np.ndarray, val: np.ndarray, n_clusters: int) -> np.ndarray:
     """Move the worst-fitted rows into empty clusters, one each (litekmeans' repair)."""
+    # Worst-fitted points first: largest squared distance, or smallest similarity.
+    return _repair_labels(labels, val if rows.cosine else -(val + rows.sq_norms), n_clusters)
+
+
+def _repair_labels(labels: np.ndarray, badness: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Move the rows with the lowest ``badness`` into empty clusters, one each."""
     present = np.bincount(labels, minlength=n_clusters) > 0
     if present.all():
         return labels
     missing = np.flatnonzero(~present)
-    # Worst-fitted points first: largest squared distance, or smallest similarity.
-    badness = val if rows.cosine else -(val + rows.sq_norms)
     labels = labels.copy()
     labels[np.argsort(badness, kind="stable")[: missing.size]] = missing
     return labels
@@ -183,3 +187,4 @@ def lloyd_rounds(X, centers: np.ndarray, n_rounds: int, metric: str = "cosine"
             break
         last = labels
     return labels, centers
+

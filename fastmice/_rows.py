@@ -9,6 +9,8 @@ a litekmeans round needs (take, assign, centre sums, subsets).
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -49,7 +51,11 @@ class MatrixRows:
     def __init__(self, X, cosine: bool) -> None:
         self.X = X
         self.cosine = cosine
-        self.sq_norms = None if cosine else row_sq_norms(X)
+
+    @cached_property
+    def sq_norms(self) -> np.ndarray | None:
+        """Squared norm of every row (None under cosine), computed when first needed."""
+        return None if self.cosine else row_sq_norms(self.X)
 
     @property
     def n_rows(self) -> int:

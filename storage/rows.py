@@ -168,13 +168,17 @@ class NpyRows:
         ``columns`` must be valid (non-negative, in range): they are not checked.
         """
         if not _CAN_RELEASE:
-            return np.take(self.read(start, stop), columns, axis=1, out=out)
+            out[...] = np.take(self.read(start, stop), columns, axis=1)
+            return out
         rows = self._mapped()[start:stop]
         first = (self.offset + start * self._row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
         last = self.offset + stop * self._row_bytes
         with contextlib.suppress(OSError):  # an older kernel: the pages fault in one by one
             self._map.madvise(_MADV_POPULATE_READ, first, last - first)
-        np.take(rows, columns, axis=1, out=out, mode="clip")
+        if out.dtype == rows.dtype:
+            np.take(rows, columns, axis=1, out=out, mode="clip")
+        else:  # (np.take into another dtype would cast what ``out`` held first)
+            out[...] = np.take(rows, columns, axis=1, mode="clip")
         self._map.madvise(mmap.MADV_DONTNEED, first, last - first)
         return out
 
@@ -290,7 +294,7 @@ class StackedRows:
             if hasattr(part, "take_columns"):
                 part.take_columns(rows.start, rows.stop, columns, out[block])
             else:
-                np.take(np.asarray(part[rows]), columns, axis=1, out=out[block])
+                out[block] = np.take(np.asarray(part[rows]), columns, axis=1)
         return out
 
     def __getitem__(self, key: Any) -> np.ndarray:

@@ -321,7 +321,9 @@ def test_sparse_and_dense_views_find_the_same_neighbours(make_blobs):
     dense, _ = build_group_graph(Xs, spec)
     sparse, _ = build_group_graph([sp.csr_matrix(X) for X in Xs], spec)
     np.testing.assert_array_equal(dense.indices, sparse.indices)
-    np.testing.assert_allclose(dense.data, sparse.data, rtol=1e-6)
+    # Sparse candidates are clustered in kernel form (float64 Gram), dense ones with explicit
+    # float32 centres: a few anchors move by rounding, and the kernel width with them.
+    np.testing.assert_allclose(dense.data, sparse.data, rtol=1e-2)
 
 
 @pytest.mark.parametrize("kind", ["continuous", "few_values", "mostly_equal", "some_rows"])
