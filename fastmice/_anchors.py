@@ -16,7 +16,13 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._gram import anchors_by_gram, gram_distances, gram_litekmeans, gram_pays
+from fastmice._gram import (
+    anchors_by_gram,
+    few_enough_for_kernel_form,
+    gram_distances,
+    gram_litekmeans,
+    gram_pays,
+)
 from fastmice._kmeans import _centers, litekmeans
 from fastmice._rows import MatrixRows, row_sq_norms
 
@@ -24,12 +30,17 @@ __all__ = ["AnchorIndex", "draw_candidates", "fit_anchor_index", "search_nearest
 
 
 def _distances(X, Y: np.ndarray, cosine: bool, x_sq: np.ndarray | None = None,
-               y_sq: np.ndarray | None = None) -> np.ndarray:
-    """Distances between the rows of X and Y: Euclidean (not squared) or 1 - cos, clipped at 0."""
+               y_sq: np.ndarray | None = None, y_t: np.ndarray | None = None) -> np.ndarray:
+    """Distances between the rows of X and Y: Euclidean (not squared) or 1 - cos, clipped at 0.
+
+    ``y_t``, if given, is ``Y.T`` as a C-contiguous array (a sparse ``X`` times ``Y.T``
+    copies ``Y.T`` into that order first).
+    """
     if not cosine:
         x_sq = row_sq_norms(X) if x_sq is None else x_sq
         y_sq = np.einsum("ij,ij->i", Y, Y) if y_sq is None else y_sq
-    return _finish_distances(np.asarray(X @ Y.T), cosine, x_sq, None if cosine else y_sq[None, :])
+    products = np.asarray(X @ (Y.T if y_t is None else y_t))
+    return _finish_distances(products, cosine, x_sq, None if cosine else y_sq[None, :])
 
 
 def _finish_distances(products: np.ndarray, cosine: bool, x_sq: np.ndarray | None,
@@ -87,6 +98,11 @@ class AnchorIndex:
         """Squared norm of every anchor."""
         return np.einsum("ij,ij->i", self.anchors, self.anchors)
 
+    @cached_property
+    def transposed(self) -> tuple[np.ndarray, np.ndarray]:
+        """``anchors.T`` and ``rep_centers.T``, C-contiguous (for sparse rows' products)."""
+        return np.ascontiguousarray(self.anchors.T), np.ascontiguousarray(self.rep_centers.T)
+
     def rep_candidate_rows(self, rep: int, keep: bool) -> np.ndarray:
         """The neighbourhoods' rows of a rep-cluster's anchors, shape (n_members,
         n_candidates, n_features); gathered once and kept with ``keep`` (a view searched in
@@ -139,19 +155,21 @@ def fit_anchor_index(candidates, n_anchors: int, n_neighbors: int, cosine: bool,
     candidates = candidates.astype(np.float32, copy=False)
     n_rep = max(1, math.isqrt(n_anchors))
     neighborhood_size = min(10 * n_neighbors + 1, n_anchors)
-    if gram_pays(candidates, n_anchors):
+    kernel_form = gram_pays(candidates, n_anchors)
+    if kernel_form:
         anchors, anchor_gram = anchors_by_gram(candidates, n_anchors, cosine, rng)
-        rep_labels, _ = gram_litekmeans(anchor_gram, n_rep, cosine=cosine, max_iter=5, rng=rng)
-        rep_centers = _centers(MatrixRows(anchors, cosine), rep_labels, n_rep)
-        anchor_distances = gram_distances(anchor_gram, cosine)
     else:
         _, anchors = litekmeans(candidates, n_anchors, metric=metric, max_iter=5, rng=rng)
+        anchors64 = anchors.astype(np.float64)
+        anchor_gram = anchors64 @ anchors64.T
+    if kernel_form or few_enough_for_kernel_form(n_anchors, n_rep):
+        rep_labels, _ = gram_litekmeans(anchor_gram, n_rep, cosine=cosine, max_iter=5, rng=rng)
+        rep_centers = _centers(MatrixRows(anchors, cosine), rep_labels, n_rep)
+    else:
         rep_labels, rep_centers = litekmeans(anchors, n_rep, metric=metric, max_iter=5,
                                              rng=rng)
-        anchor_distances = None
-    if anchor_distances is None:
-        anchor_distances = _distances(*[anchors.astype(np.float64)] * 2, cosine)
-    neighborhoods = _first_of_stable_argsort(anchor_distances, neighborhood_size)
+    neighborhoods = _first_of_stable_argsort(gram_distances(anchor_gram, cosine),
+                                             neighborhood_size)
     return AnchorIndex(anchors, rep_centers, rep_labels.astype(np.int64),
                        neighborhoods.astype(np.int64), cosine)
 
@@ -224,7 +242,9 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
     if index.cosine:
         X = normalize_rows(X)
     x_sq = None if index.cosine else row_sq_norms(X)
-    nearest_rep = np.argmin(_distances(X, index.rep_centers, index.cosine, x_sq), axis=1)
+    nearest_rep = np.argmin(_distances(
+        X, index.rep_centers, index.cosine, x_sq,
+        y_t=index.transposed[1] if sp.issparse(X) else None), axis=1)
     if n_samples * len(index.anchors) <= ONE_PRODUCT_MAX and (
             sp.issparse(X) or n_samples <= ONE_PRODUCT_ROWS_PER_REP * len(index.rep_centers)):
         return _search_in_one_product(X, x_sq, index, nearest_rep, n_neighbors)
@@ -266,7 +286,8 @@ def _search_in_one_product(X, x_sq: np.ndarray | None, index: AnchorIndex,
     row's rep-cluster (the first of equals, by anchor index), then the nearest
     ``n_neighbors`` of its neighbourhood.
     """
-    distances = _distances(X, index.anchors, index.cosine, x_sq, index.anchor_sq_norms)
+    distances = _distances(X, index.anchors, index.cosine, x_sq, index.anchor_sq_norms,
+                           index.transposed[0] if sp.issparse(X) else None)
     in_rep = index.rep_labels[None, :] == nearest_rep[:, None]
     nearest = np.argmin(np.where(in_rep, distances, np.inf), axis=1)
     candidates = index.neighborhoods[nearest]

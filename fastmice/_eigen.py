@@ -64,18 +64,22 @@ _SINGLE_TOL = 1e-6
 _NEGLIGIBLE = 1e-9
 
 
-def _scaled(M: sp.csr_matrix, row_scale: np.ndarray, column_scale: np.ndarray) -> sp.csr_matrix:
+def _scaled(M: sp.csr_matrix, row_scale: np.ndarray,
+            column_scale: np.ndarray | None = None) -> sp.csr_matrix:
     """``diag(row_scale) @ M @ diag(column_scale)`` of a CSR matrix with sorted indices,
-    entry by entry.
+    entry by entry (no column scaling if ``column_scale`` is None).
 
-    The same entries in the same order as scipy's two products with diagonal matrices
+    The same entries in the same order as scipy's products with diagonal matrices
     (checked in ``tests/unit/test_scale_paths.py``), without their sparse-product passes.
     """
     if not M.has_sorted_indices:
-        return sp.csr_matrix(sp.diags(row_scale) @ M @ sp.diags(column_scale))
+        scaled = sp.diags(row_scale) @ M
+        return sp.csr_matrix(scaled if column_scale is None else scaled @ sp.diags(column_scale))
     rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
-    scaled = sp.csr_matrix((row_scale[rows] * M.data * column_scale[M.indices],
-                            M.indices.copy(), M.indptr.copy()), shape=M.shape)
+    data = row_scale[rows] * M.data
+    if column_scale is not None:
+        data *= column_scale[M.indices]
+    scaled = sp.csr_matrix((data, M.indices.copy(), M.indptr.copy()), shape=M.shape)
     scaled.eliminate_zeros()  # as the products do
     return scaled
 
@@ -92,18 +96,20 @@ def _dense_top(matrix: np.ndarray, k: int,
     return values[::-1], vectors[:, ::-1].astype(np.float64, copy=False)
 
 
-def _lanczos_top(matrix: sp.csr_matrix, k: int, force: bool = False,
-                 tol: float = 0.0) -> np.ndarray | None:
+def _lanczos_worth(n: int, k: int, force: bool = False) -> bool:
+    """Whether Lanczos is to be tried for ``k`` eigenpairs of a side of ``n`` (by the sizes)."""
+    if k >= n - 1:  # ARPACK needs k < n - 1
+        return False
+    return force or (n >= _LANCZOS_MIN_SIDE and k * _LANCZOS_SIDE_PER_VECTOR <= n)
+
+
+def _lanczos_top(matrix: sp.csr_matrix, k: int, tol: float = 0.0) -> np.ndarray | None:
     """The ``k`` leading eigenvectors of a sparse symmetric graph matrix by Lanczos, largest
-    first; None where Lanczos is not the better or not a safe choice (see the module).
+    first; None where it is not a safe choice or does not converge (see the module).
 
     The start vector is fixed (the result is a function of the matrix alone).
     """
     n = matrix.shape[0]
-    if not force and (n < _LANCZOS_MIN_SIDE or k * _LANCZOS_SIDE_PER_VECTOR > n):
-        return None
-    if k >= n - 1:  # ARPACK needs k < n - 1
-        return None
     # Components joined only by negligible edges (the graph's eps weights) have eigenvalues
     # 1 - O(eps): as good as repeated, so they count as separate.
     strong = matrix.copy()
@@ -164,15 +170,16 @@ def column_graph_eigenvectors(B: sp.csr_matrix, k: int, *, rng: np.random.Genera
     dx = np.asarray(B.sum(axis=1)).ravel()
     dx[dx == 0] = 1e-10
     if method == "dense":
-        Wy = B.T @ sp.csr_matrix(sp.diags(1.0 / dx) @ B)
+        Wy = B.T @ _scaled(B, 1.0 / dx)
         d = np.asarray(Wy.sum(axis=1)).ravel()
         d[d == 0] = _EPS
         d_inv_sqrt = 1.0 / np.sqrt(d)
         vectors = None
-        if requested in (None, "lanczos"):
+        if requested in (None, "lanczos") and \
+                _lanczos_worth(n_columns, k, force=requested == "lanczos"):
             normalized = sp.csr_matrix(sp.diags(d_inv_sqrt) @ Wy @ sp.diags(d_inv_sqrt))
             vectors = _lanczos_top(sp.csr_matrix((normalized + normalized.T) / 2), k,
-                                   force=requested == "lanczos", tol=_lanczos_tol(dense_dtype))
+                                   tol=_lanczos_tol(dense_dtype))
         if vectors is None:
             normalized = d_inv_sqrt[:, None] * Wy.toarray() * d_inv_sqrt[None, :]
             _, vectors = _dense_top((normalized + normalized.T) / 2, k, dense_dtype)
@@ -184,8 +191,10 @@ def column_graph_eigenvectors(B: sp.csr_matrix, k: int, *, rng: np.random.Genera
     A = _scaled(B, 1.0 / np.sqrt(dx), d_inv_sqrt)
     if method == "rows":
         gram = A @ A.T
-        row_vectors = None if requested is not None else _lanczos_top(
-            sp.csr_matrix((gram + gram.T) / 2), k, tol=_lanczos_tol(dense_dtype))
+        row_vectors = None
+        if requested is None and _lanczos_worth(n_rows, k):
+            row_vectors = _lanczos_top(sp.csr_matrix((gram + gram.T) / 2), k,
+                                       tol=_lanczos_tol(dense_dtype))
         if row_vectors is None:
             gram = gram.toarray()
             _, row_vectors = _dense_top((gram + gram.T) / 2, k, dense_dtype)

@@ -396,3 +396,5 @@ def test_scaling_a_graph_entry_by_entry_is_the_product_with_diagonals(sorted_ind
     got = _scaled(M, rows, columns)
     for name in ("indptr", "indices", "data"):
         np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+    # Rows alone: the same entries (a product with one diagonal stores them in another order).
+    assert (_scaled(M, rows) != sp.csr_matrix(sp.diags(rows) @ M)).nnz == 0

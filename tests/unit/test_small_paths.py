@@ -74,7 +74,7 @@ def test_mean_operator_dense_and_sparse():
     expected = np.zeros((4, 6))
     expected[labels, np.arange(6)] = 1.0 / counts[labels]
     np.testing.assert_array_equal(np.asarray(mean_operator(labels, counts)), expected)
-    big = np.repeat(np.arange(300), 200)
+    big = np.repeat(np.arange(30), 200)
     operator = mean_operator(big, np.bincount(big))
     assert sp.issparse(operator)
     np.testing.assert_allclose(np.asarray(operator.sum(axis=1)).ravel(), 1)
