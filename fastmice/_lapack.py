@@ -84,8 +84,8 @@ def top_eigenpairs(matrix: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     values, vectors = _evr(matrix, k)
     if len(values) == k:
         return values, vectors
-    values, vectors = scipy.linalg.eigh(original.astype(np.float64), overwrite_a=True,
-                                        check_finite=False, driver="evd")
+    # numpy's divide and conquer (every eigenpair) releases the GIL too.
+    values, vectors = np.linalg.eigh(original.astype(np.float64))
     return (values[n - k:].astype(matrix.dtype, copy=False),
             vectors[:, n - k:].astype(matrix.dtype, copy=False))
 
