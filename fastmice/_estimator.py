@@ -3,41 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from fastmice._consensus import cluster_group, consensus_partition
-from fastmice._graphs import (
-    GRAPH_DTYPE,
-    GroupAnchors,
-    build_group_graph,
-    transform_group_graph,
-)
+from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._params import DEFAULTS, EnsembleParams
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition
 from fastmice._validation import check_views
 
 __all__ = ["FastMICE", "fast_mice"]
-
-
-#: Views of at most this many bytes of float64 values (all views together) are cast to the
-#: graph step's precision once per fit rather than block by block in every group: the same
-#: float32 values (a cast is a cast), fewer passes over small data.
-_CAST_ONCE_BYTES = 256 * 2**20
-
-
-def _in_graph_precision(Xs: list) -> list:
-    """The in-memory views in :data:`GRAPH_DTYPE` when they are small (the same numbers)."""
-    in_memory = [isinstance(X, np.ndarray) or sp.issparse(X) for X in Xs]
-    size = sum(X.data.nbytes if sp.issparse(X) else X.nbytes
-               for X, held in zip(Xs, in_memory, strict=True) if held)
-    if size > _CAST_ONCE_BYTES:
-        return Xs
-    return [X.astype(GRAPH_DTYPE, copy=False) if held else X
-            for X, held in zip(Xs, in_memory, strict=True)]
 
 
 def _fit_group(Xs, spec: ViewGroupSpec) -> tuple[GroupAnchors, BipartitePartition]:
@@ -163,8 +140,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         params = self._check_params(n_samples, len(Xs))
         seed = params.root_seed
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
-        views = _in_graph_precision(Xs)
-        fitted = _run_groups(self.n_jobs, _fit_group, [(views, spec) for spec in specs],
+        fitted = _run_groups(self.n_jobs, _fit_group, [(Xs, spec) for spec in specs],
                              n_samples)
         self.view_groups_ = specs
         self.group_anchors_ = [anchors for anchors, _ in fitted]
@@ -190,8 +166,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         labels : ndarray of shape (n_new,)
         """
         check_is_fitted(self, "consensus_")
-        Xs = _in_graph_precision(
-            check_views(Xs, n_views=self.n_views_, n_features=self.n_features_in_))
+        Xs = check_views(Xs, n_views=self.n_views_, n_features=self.n_features_in_)
         base = _run_groups(self.n_jobs, _predict_group, [
             (Xs, spec, anchors, partition) for spec, anchors, partition in zip(
                 self.view_groups_, self.group_anchors_, self.base_partitions_, strict=True)],

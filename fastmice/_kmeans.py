@@ -187,4 +187,3 @@ def lloyd_rounds(X, centers: np.ndarray, n_rounds: int, metric: str = "cosine"
             break
         last = labels
     return labels, centers
-

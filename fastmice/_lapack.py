@@ -6,7 +6,7 @@ the other threads cannot run a line of Python: two groups' eigen steps in two th
 as long as one after the other (side 617, 30 eigenpairs: 12 ms each either way). The same
 LAPACK routine (``?syevr``, MRRR, the driver ``eigh(driver="evr")`` uses) is called here
 through ``ctypes``, which releases the lock during a foreign call: the results are bit for
-bit those of ``scipy.linalg.eigh`` (``tests/unit/test_scale_paths.py``) and two threads
+bit those of ``scipy.linalg.eigh`` (``tests/unit/test_small_paths.py``) and two threads
 solve two problems in about half the time.
 
 The routine comes from the OpenBLAS that scipy's wheels bundle (``scipy.libs``, symbols

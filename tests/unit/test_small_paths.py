@@ -11,7 +11,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 import fastmice._lapack as lapack
-from fastmice import EnsembleParams, FastMICE, build_group_graph, draw_view_groups
+from fastmice import EnsembleParams, build_group_graph, draw_view_groups
 from fastmice._anchors import fit_anchor_index
 from fastmice._blas import single_threaded_blas
 from fastmice._gram import anchors_by_gram, gram_litekmeans, gram_pays, mean_operator
@@ -145,13 +145,3 @@ def test_graph_step_is_single_precision_whatever_the_views(make_blobs):
     # float64 views are cast to float32 first: the same graph as float32 views'.
     assert (B64 != B32).nnz == 0
 
-
-def test_estimator_casts_small_views_once_with_the_same_labels(make_blobs, monkeypatch):
-    import fastmice._estimator as estimator
-
-    Xs, _ = make_blobs(n_samples=450, n_clusters=3, dims=(6, 9))
-    cast = FastMICE(3, random_state=2, n_groups=6, n_jobs=2).fit(Xs)
-    monkeypatch.setattr(estimator, "_CAST_ONCE_BYTES", 0)  # cast block by block instead
-    blockwise = FastMICE(3, random_state=2, n_groups=6, n_jobs=2).fit(Xs)
-    np.testing.assert_array_equal(cast.base_labels_, blockwise.base_labels_)
-    np.testing.assert_array_equal(cast.labels_, blockwise.labels_)
