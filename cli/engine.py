@@ -13,14 +13,17 @@ import socket
 import threading
 from typing import Any
 
-from cli.embedded_api import guard_server, reap_stale_servers
+from cli.embedded_api import reap_stale_servers
 from cli.output import CommandError, Output, ProgressBar
+from cli.prefect_home import choose_prefect_home
 
 __all__ = ["check_dask", "configure_environment", "run_flow", "start_embedded_api"]
 
 
 def configure_environment(verbose: bool) -> None:
-    """Quiet, robust defaults for Prefect and Dask (set before they are imported)."""
+    """Quiet, robust defaults for Prefect and Dask, and Prefect's home (set before they are
+    imported)."""
+    choose_prefect_home()  # a Prefect home of fastmice's own unless the user chose one
     level = "INFO" if verbose else "CRITICAL"
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
@@ -53,47 +56,60 @@ def check_dask(address: str | None) -> None:
 
 
 _api_start: threading.Thread | None = None
+_api_failure: list[BaseException] = []
 
 
 def start_embedded_api() -> None:
     """Start Prefect's embedded API server now, in the background, if no server is set.
 
-    The server is a subprocess that takes ~10 s to be ready; started while the data are
-    copied into the store, it is ready sooner. Call it while file
-    descriptor 1 is redirected: the server inherits it. :func:`run_flow` waits for it.
-    The server lives no longer than this command, however the command ends
-    (:mod:`cli.embedded_api`), and a server left by an earlier command is stopped first.
+    The server is a subprocess that takes seconds to be ready; started while the data are
+    copied into the store, it is ready sooner. :func:`run_flow` waits for it and reports,
+    in one line, a server that could not start (:mod:`cli.api_server`). A SQLite database
+    that this Prefect cannot open is refused here, before anything is written. The server
+    lives no longer than this command, however the command ends (:mod:`cli.embedded_api`),
+    and a server left by an earlier command is stopped first.
     """
     global _api_start
     if _api_start is not None:
         return
-    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_ENABLED
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_HOME,
+        PREFECT_SERVER_EPHEMERAL_ENABLED,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    )
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return  # a server is set: no need to import the server's code (~2.5 s)
+    from cli.api_server import check_database, start_server
+
+    home = str(PREFECT_HOME.value())
+    check_database(home)  # before the server's code is imported (seconds on a busy machine)
     # Imported here, in the main thread: importing prefect from two threads at once can
     # hand one of them a partially initialised module.
     from prefect.server.api.server import SubprocessASGIServer
 
-    home = PREFECT_HOME.value()
     server = SubprocessASGIServer()  # the instance Prefect's client will use too
-    launch = server._run_uvicorn_command
-
-    def launch_guarded() -> Any:
-        process = launch()
-        guard_server(process.pid, home)
-        return process
-
-    server._run_uvicorn_command = launch_guarded
+    timeout = float(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
 
     def start() -> None:
         with contextlib.suppress(OSError):
             reap_stale_servers(home)
-        with contextlib.suppress(Exception):  # the flow run starts it again and reports why
-            server.start()
+        try:
+            start_server(server, home, timeout)
+        except BaseException as exc:
+            _api_failure.append(exc)
 
     _api_start = threading.Thread(target=start, name="fastmice-api-start", daemon=True)
     _api_start.start()
+
+
+def wait_for_api() -> None:
+    """Wait until the server :func:`start_embedded_api` started answers; raise its failure."""
+    if _api_start is not None:
+        _api_start.join()  # the flow must not find a server that is started but not ready
+    if _api_failure:
+        raise _api_failure[0]
 
 
 def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | None,
@@ -101,8 +117,7 @@ def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | Non
     """Run one of the pipeline's flows in this process, with the progress bar, on
     :func:`flows.runners.task_runner` ``(n_jobs, dask)``."""
     start_embedded_api()  # if the command has not started it yet
-    if _api_start is not None:
-        _api_start.join()  # the flow must not find a server that is started but not ready
+    wait_for_api()
     from flows import pipeline
     from flows.runners import task_runner
     from pipeline.progress import listen

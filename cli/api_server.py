@@ -1,0 +1,128 @@
+"""Prefect's embedded API server, started so that a failure is reported in seconds.
+
+Prefect's own start-up (``SubprocessASGIServer.start``) restarts a server that exits with
+status 3 on a new port, again and again, and otherwise waits for its whole start-up timeout;
+the server's output goes to the command's console. Here the same server process is started
+on the instance Prefect's client uses, its output goes to a log file, and the start-up is
+watched: a server that exits is reported at once in one line naming the reason (the database
+and its fix, or the port), a server that does not answer within the timeout likewise.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cli.embedded_api import guard_server, registry
+from cli.output import CommandError
+from cli.prefect_home import foreign_database
+
+__all__ = ["database_path", "foreign_database_message", "start_server"]
+
+_FIX = ("use a Prefect home of its own (FASTMICE_PREFECT_HOME=DIR, or PREFECT_HOME=DIR), "
+        "upgrade Prefect, or set PREFECT_API_URL to a running server")
+
+
+def database_path(home: str | os.PathLike[str]) -> Path | None:
+    """The SQLite file of the API's database (None for another database)."""
+    from prefect.settings import get_current_settings
+
+    url = get_current_settings().server.database.connection_url
+    text = url.get_secret_value() if url is not None else None
+    if text is None:
+        return Path(home) / "prefect.db"
+    if not text.startswith("sqlite"):
+        return None
+    return Path(text.split(":///", 1)[1].split("?", 1)[0])
+
+
+def foreign_database_message(db: Path, revision: str) -> str:
+    """One line: the database ``db`` was migrated by another Prefect, and what to do."""
+    import prefect
+
+    return (f"Prefect's database {db} was migrated by another (newer) Prefect version "
+            f"(revision {revision}, unknown to prefect {prefect.__version__}): {_FIX}.")
+
+
+def check_database(home: str | os.PathLike[str]) -> None:
+    """Refuse, in one line, a SQLite database that this Prefect cannot open."""
+    db = database_path(home)
+    revision = foreign_database(db) if db is not None else None
+    if revision is not None:
+        raise CommandError(foreign_database_message(db, revision))
+
+
+def _failure(log: Path, status: int, port: int, home: str) -> str:
+    """One line saying why the server exited, from its log."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    revision = re.search(r"Can't locate revision identified by '(\w+)'", text)
+    db = database_path(home)
+    if revision:
+        return foreign_database_message(db, revision[1])
+    if re.search(r"address already in use|error while attempting to bind", text, re.I):
+        return (f"Prefect's embedded API server cannot listen on 127.0.0.1:{port} (address "
+                f"already in use): set FASTMICE_API_PORT to a free port or unset it, or set "
+                f"PREFECT_API_URL to a running server.")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = lines[-1] if lines else "no output"
+    return (f"Prefect's embedded API server exited at start-up (status {status}): {last} "
+            f"(database {db}; log {log}); {_FIX}.")
+
+
+def _launch(port: int, log: Path) -> subprocess.Popen[Any]:
+    """The server process Prefect would start, with its output in ``log``."""
+    import prefect
+    from prefect.settings import get_current_settings
+
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+           "PREFECT__SERVER_FINAL": "1",
+           **get_current_settings().to_environment_variables(exclude_unset=True)}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+             "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
+             "--port", str(port), "--log-level", "error", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _healthy(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def start_server(server: Any, home: str, timeout: float) -> None:
+    """Start ``server`` (the ``SubprocessASGIServer`` Prefect's client uses) and wait until
+    it answers; raise :class:`CommandError` in one line as soon as it exits, or after
+    ``timeout`` seconds. ``FASTMICE_API_PORT`` fixes its port."""
+    port_setting = os.environ.get("FASTMICE_API_PORT")
+    port = int(port_setting) if port_setting else server.find_available_port()
+    folder = registry(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"server-{os.getpid()}.log"
+    log.unlink(missing_ok=True)
+    process = _launch(port, log)
+    guard_server(process.pid, home)
+    server.port, server.server_process, server.running = port, process, True
+    deadline = time.monotonic() + timeout
+    while not _healthy(server.api_url):
+        status = process.poll()
+        if status is not None or time.monotonic() > deadline:
+            server.stop()
+            if status is None:
+                raise CommandError(f"Prefect's embedded API server gave no answer within "
+                                   f"{timeout:.0f} s (log {log}); set PREFECT_API_URL to a "
+                                   f"running server, or retry on a less loaded machine.")
+            raise CommandError(_failure(log, status, port, home))
+        time.sleep(0.1)
+    atexit.register(server.stop)
+    atexit.register(log.unlink, missing_ok=True)

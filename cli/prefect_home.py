@@ -1,0 +1,96 @@
+"""Where Prefect keeps its database for fastmice, and why a server would not start there.
+
+A Prefect home (``~/.prefect``) that another project migrated with a newer Prefect cannot be
+opened by ours: the embedded API server dies at once with ``alembic ... Can't locate revision``
+and Prefect's client would wait for its start-up timeout. So, unless the user chose a server
+or a home of their own, fastmice keeps Prefect's database in a home of its own
+(``$FASTMICE_PREFECT_HOME``, else ``~/.fastmice/prefect``), and checks a SQLite database's
+migration revision before it starts a server on it.
+
+Nothing here imports Prefect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import sqlite3
+import tomllib
+from collections.abc import MutableMapping
+from pathlib import Path
+
+__all__ = ["choose_prefect_home", "default_home", "foreign_database", "known_revisions",
+           "user_chose_prefect"]
+
+#: Settings that say the user chose where Prefect's API or database is.
+_USER_CHOICES = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH",
+                 "PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL")
+
+
+def default_home(environ: MutableMapping[str, str] = os.environ) -> Path:
+    """fastmice's own Prefect home: ``$FASTMICE_PREFECT_HOME``, else ``~/.fastmice/prefect``."""
+    chosen = environ.get("FASTMICE_PREFECT_HOME")
+    return Path(chosen).expanduser() if chosen else Path.home() / ".fastmice" / "prefect"
+
+
+def user_chose_prefect(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Whether the environment or the active profile of ``~/.prefect/profiles.toml`` sets
+    Prefect's API, home or database (then fastmice leaves Prefect's settings alone)."""
+    if any(environ.get(name) for name in _USER_CHOICES):
+        return True
+    profiles = Path.home() / ".prefect" / "profiles.toml"
+    try:
+        config = tomllib.loads(profiles.read_text())
+    except (OSError, ValueError):
+        return False
+    active = config.get("active", "ephemeral")
+    settings = config.get("profiles", {}).get(active, {})
+    return isinstance(settings, dict) and any(name in settings for name in _USER_CHOICES)
+
+
+def choose_prefect_home(environ: MutableMapping[str, str] = os.environ) -> Path | None:
+    """Point ``PREFECT_HOME`` at fastmice's own home unless the user chose Prefect's settings
+    (call it before Prefect is imported); the home chosen, or None if left alone."""
+    if any(environ.get(name) for name in _USER_CHOICES):
+        return None  # an explicit PREFECT_* variable wins over FASTMICE_PREFECT_HOME
+    if not environ.get("FASTMICE_PREFECT_HOME") and user_chose_prefect(environ):
+        return None  # the active Prefect profile names a server, home or database
+    home = default_home(environ)
+    with contextlib.suppress(OSError):
+        home.mkdir(parents=True, exist_ok=True)
+    environ["PREFECT_HOME"] = str(home)
+    return home
+
+
+def known_revisions() -> set[str]:
+    """The SQLite migration revisions this installation of Prefect knows (empty if unknown)."""
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or not spec.submodule_search_locations:
+        return set()
+    root = Path(next(iter(spec.submodule_search_locations)))
+    versions = root / "server" / "database" / "_migrations" / "versions" / "sqlite"
+    revisions = set()
+    pattern = re.compile(r"^revision\s*=\s*['\"]([0-9a-f]+)['\"]", re.M)
+    for path in versions.glob("*.py"):
+        with contextlib.suppress(OSError):
+            revisions.update(pattern.findall(path.read_text()))
+    return revisions
+
+
+def foreign_database(db_path: str | os.PathLike[str]) -> str | None:
+    """The migration revision of the SQLite database ``db_path`` if this Prefect does not know
+    it (a newer Prefect migrated it), else None (also for a missing or unreadable file)."""
+    path = Path(db_path)
+    if not path.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True,
+                                                timeout=5)) as db:
+            rows = db.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.Error:
+        return None  # not migrated yet, or not ours to judge: the server says why
+    known = known_revisions()
+    unknown = [row[0] for row in rows if row[0] not in known]
+    return unknown[0] if known and unknown else None
