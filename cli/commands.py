@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text
 from pipeline.ingest import default_dataset_name, read_data, register_batch
+from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
 from pipeline.params import ensemble_params
 from pipeline.plans import plan_extend, plan_recluster
@@ -93,7 +95,10 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         if args.run_name is not None:
             new_run_id(store, name, args.run_name)
         start_embedded_api()  # the input is valid: start Prefect while the data are stored
-        _, registered = register_batch(store, name, Xs, labels, mode="create")
+        try:
+            _, registered = register_batch(store, name, Xs, labels, mode="create")
+        except DatasetExistsError as exc:
+            raise CommandError(exc.render(shlex.join(args.data))) from None
         del Xs
         n_jobs = values.pop("n_jobs")
         summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,

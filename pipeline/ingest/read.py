@@ -22,7 +22,8 @@ from pipeline.ingest.views import load_views
 from storage import NAME_PATTERN, ArtifactNotFoundError, content_key, validate_name
 from storage.datasets import DatasetStore, batch_fingerprint
 
-__all__ = ["VIEW_SUFFIXES", "default_dataset_name", "read_data", "register_batch"]
+__all__ = ["VIEW_SUFFIXES", "DatasetExistsError", "default_dataset_name", "read_data",
+           "register_batch"]
 
 #: File types accepted one file per view.
 VIEW_SUFFIXES = (".npy", ".parquet", ".csv")
@@ -152,6 +153,32 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
         return _register(store, name, Xs, labels, mode)
 
 
+class DatasetExistsError(ValueError):
+    """``cluster`` of data under the name of a dataset that holds other data (or has grown
+    since these data were its first batch); :meth:`render` names the data in the commands
+    that would work."""
+
+    def __init__(self, name: str, url: str, manifest: dict[str, Any], first: bool) -> None:
+        self.name, self.url, self.first = name, url, first
+        self.n_samples, self.n_batches = manifest["n_samples"], len(manifest["batches"])
+        super().__init__(self.render("DATA"))
+
+    def render(self, data: str) -> str:
+        """The message, with ``data`` standing for the data files in the commands."""
+        name = self.name
+        if self.first:
+            return (f"Dataset {name!r} already exists in store {self.url} with other data: "
+                    f"these data are its first batch, and {self.n_batches - 1} appended "
+                    f"batch(es) made it {self.n_samples} samples. `fastmice recluster {name}` "
+                    f"labels every sample; `fastmice cluster {data} --name {name}-original` "
+                    f"clusters these data alone again, as a new dataset.")
+        return (f"Dataset {name!r} already exists in store {self.url} with other data "
+                f"({self.n_samples} samples in {self.n_batches} batch(es)): `fastmice cluster "
+                f"{data} --name OTHER` clusters these data as a new dataset, `fastmice append "
+                f"{name} {data}` adds them to it as new samples, `fastmice recluster {name}` "
+                f"relabels it.")
+
+
 def _register(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | None,
               mode: str) -> tuple[dict[str, Any], bool]:
     datasets = DatasetStore(store)
@@ -160,15 +187,11 @@ def _register(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | Non
             return datasets.create(name, Xs, labels=labels), True
         manifest = datasets.manifest(name)
         ids = np.arange(Xs[0].shape[0], dtype=np.int64)
-        if len(manifest["batches"]) == 1 and \
-                manifest["batches"][0]["fingerprint"] == batch_fingerprint(Xs, ids):
+        first = manifest["batches"][0]["fingerprint"] == batch_fingerprint(Xs, ids)
+        if len(manifest["batches"]) == 1 and first:
             datasets.restore(name, 0, Xs, labels)
             return manifest, False
-        raise ValueError(
-            f"Dataset {name!r} already exists in store {store.url} with other data "
-            f"({manifest['n_samples']} samples in {len(manifest['batches'])} batch(es)); pass "
-            f"another --name, add new samples with `fastmice append {name} DATA`, or relabel "
-            f"it with `fastmice recluster {name}`.")
+        raise DatasetExistsError(name, store.url, manifest, first)
     if mode == "append":
         if not datasets.exists(name):
             raise ArtifactNotFoundError(f"Unknown dataset {name!r} in store {store.url}; create "

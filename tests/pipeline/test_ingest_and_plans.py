@@ -119,6 +119,20 @@ def test_register_create_is_idempotent_and_refuses_other_data(store, views):
         register_batch(store, "d", [X[:20] for X in Xs], y[:20], mode="create")
 
 
+def test_cluster_of_the_first_batch_after_append_says_how_to_cluster_it_again(store, views):
+    from pipeline.ingest.read import DatasetExistsError
+
+    Xs, y = views
+    register_batch(store, "d", [X[:20] for X in Xs], y[:20], mode="create")
+    register_batch(store, "d", [X[20:] for X in Xs], y[20:], mode="append")
+    with pytest.raises(DatasetExistsError, match=r"already exists .* with other data") as info:
+        register_batch(store, "d", [X[:20] for X in Xs], y[:20], mode="create")
+    text = info.value.render("first.npz")
+    assert "these data are its first batch" in text
+    assert "`fastmice cluster first.npz --name d-original` clusters these data alone" in text
+    assert "`fastmice recluster d`" in text
+
+
 def test_register_append_adds_a_batch_once(store, views):
     Xs, y = views
     register_batch(store, "d", [X[:20] for X in Xs], y[:20], mode="create")
