@@ -14,9 +14,10 @@
 #        server, then PostgreSQL: workers before the server (PREFECT.md section 4).
 #
 # HOME_DIR is --home, else $PREFECT_HOME, else <repo>/.prefect (git-ignored). Environment:
-# PREFECT (prefect executable, default: `prefect` on PATH), PYTHON (default: the python
-# beside it), PG_BIN (default /usr/lib/postgresql/15/bin), FASTMICE_PG_PASSWORD (default
-# "prefect"), FASTMICE_SERVER_TIMEOUT (seconds to wait for health, default 120).
+# PREFECT (prefect executable, default: <repo>/.venv/bin/prefect, else `prefect` on PATH),
+# PYTHON (default: the python beside it), PG_BIN (default /usr/lib/postgresql/15/bin),
+# FASTMICE_PG_PASSWORD (default "prefect"), FASTMICE_SERVER_TIMEOUT (seconds to wait for
+# health, default 120).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,9 +104,11 @@ if [ "$cmd" = stop ]; then
 fi
 
 # ------------------------------------------------------------------ start
+# The repository's .venv (scripts/setup.sh) first: no activated venv is needed.
+if [ -z "${PREFECT:-}" ] && [ -x "$repo/.venv/bin/prefect" ]; then PREFECT=$repo/.venv/bin/prefect; fi
 prefect_bin=${PREFECT:-$(command -v prefect || true)}
 [ -n "$prefect_bin" ] && [ -x "$prefect_bin" ] ||
-  die "no prefect executable; activate the venv or install with: pip install -e \".[pipeline]\""
+  die "no prefect executable; run bash scripts/setup.sh (makes .venv) or pip install -e \".[pipeline]\""
 python_bin=${PYTHON:-$(dirname "$prefect_bin")/python}
 [ -x "$python_bin" ] || python_bin=python3
 

@@ -224,3 +224,5 @@ def test_served_inbox_deployment_ingests_and_reclusters(prefect_server, tmp_path
         assert sorted(p.name for p in inbox.iterdir()) == ["processed", "rejected"]
     finally:
         _stop(serve)  # the serve process before the server (PREFECT.md section 4)
+    stopped = log.read_text(errors="replace")
+    assert "never awaited" not in stopped, _tail(log)  # Runner.astop, on SIGTERM (3.8.8)
