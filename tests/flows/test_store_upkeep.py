@@ -70,3 +70,26 @@ def test_gc_after_rm_frees_the_space_and_kept_runs_recompute_nothing(prefect_api
     _computed_nothing(store, reclustered)
     assert set(store_usage(store).artifacts) == artifacts
     np.testing.assert_array_equal(_labels(store, reclustered), extended_labels)
+
+
+def test_the_inbox_flow_keeps_the_last_runs(prefect_api, tmp_path, blobs, split_batches):
+    from flows.deployments import recluster_inbox
+    from storage import open_store
+
+    Xs, y = blobs
+    inbox, store = tmp_path / "inbox", open_store(tmp_path / "store")
+    inbox.mkdir()
+    args = {"inbox": str(inbox), "dataset": "b", "n_clusters": K, "n_groups": M,
+            "n_anchors": ANCHORS, "store_url": store.url, "keep_runs": 1}
+    for i, (X, labels) in enumerate(split_batches(Xs, y, [400, 100, 100])):
+        np.savez(inbox / f"batch-{i}.npz", labels=labels,
+                 **{f"view{v}": view for v, view in enumerate(X)})
+        result = recluster_inbox(**args)
+        assert result["action"] == ("cluster" if i == 0 else "recluster")
+        assert result["housekeeping"]["done"]
+        assert store.list_records(RUN) == [result["run"]["run_id"]]
+    assert result["housekeeping"]["runs_removed"] and result["housekeeping"]["freed_bytes"] > 0
+    assert collect_garbage(store, dry_run=True).freed == 0
+    assert set(_labels(store, result["run"]).tolist()) <= set(range(K + 2))
+    with pytest.raises(ValueError, match="must be >= 1"):
+        recluster_inbox(**{**args, "keep_runs": 0})
