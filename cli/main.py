@@ -1,16 +1,17 @@
 """The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
 
-Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``;
-each has ``--help``. Human-readable output and a progress bar over view groups by default; with
-``--json``, exactly one JSON object on stdout (Prefect's and Dask's logs go to stderr).
+Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``,
+``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`); each has ``--help``. Human-readable
+output and a progress bar over view groups by default; with ``--json``, exactly one JSON
+object on stdout (Prefect's and Dask's logs go to stderr).
 
 Every input is validated before anything is written, so an unreadable file, a wrong layout,
 mismatched views, a bad parameter, a bad ``--store``, an unknown run or a usage error exits
 with status 1 and a one-line message, and leaves the store as it was. What the store heals on
 the way (a corrupt file set aside, a damaged batch restored) is reported one line each, as
 ``fastmice COMMAND: warning: ...`` on stderr. ``--verbose`` shows Prefect's logs; set
-``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show`` and ``append`` never import
-Prefect.
+``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show``, ``append``, ``store``, ``rm``
+and ``gc`` never import Prefect.
 """
 
 from __future__ import annotations
@@ -28,14 +29,17 @@ from cli import commands
 from cli.engine import configure_environment
 from cli.options import add_ensemble_options, add_jobs_option
 from cli.output import Output, message, store_warnings
+from cli.store_commands import add_store_commands
 from cli.stores import checked_store
 
 __all__ = ["build_parser", "main"]
 
 #: Exit status of every reported error, usage errors included.
 ERROR_STATUS = 1
-#: The subcommands that write to the store (``fsck`` too, with ``--repair``).
+#: The subcommands that write to the store (``fsck`` too, with ``--repair``; ``rm`` and
+#: ``gc`` unless ``--dry-run``).
 WRITERS = ("cluster", "extend", "append", "recluster")
+TIDIERS = ("rm", "gc")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -163,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing,
                 _add_fsck):
         add(sub)
+    add_store_commands(sub, _finish)
     return parser
 
 
@@ -189,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if threading.current_thread() is threading.main_thread() else None
     try:
         with store_warnings(args.command, output):
-            writes = args.command in WRITERS or getattr(args, "repair", False)
+            writes = args.command in WRITERS or getattr(args, "repair", False) or (
+                args.command in TIDIERS and not args.dry_run)
             args.store = checked_store(args.store, writes=writes)
             status = args.handler(args, output) or 0
     except KeyboardInterrupt:

@@ -133,6 +133,7 @@ def run_text(summary: dict[str, Any]) -> str:
         f"({work.get('row_batches_reused', 0)} reused), "
         f"{work.get('base_clusterings', 0)} base clusterings, "
         f"consensus {'computed' if work.get('consensus') else 'reused'}",
+        *_ids_line(summary.get("relabel")),
         f"time       {summary['seconds']:.1f} s in the flow",
         f"labels     {summary['labels_path']}",
     ]
@@ -141,6 +142,14 @@ def run_text(summary: dict[str, Any]) -> str:
         lines.append("scores     " + "  ".join(f"{name} {scores[key]:.4f}" for key, name in (
             ("nmi", "NMI"), ("ari", "ARI"), ("acc", "ACC"), ("purity", "purity"))))
     return "\n".join(lines) + "\n"
+
+
+def _ids_line(relabel: dict[str, Any] | None) -> list[str]:
+    """How the run's cluster ids follow its parent's (nothing for a run without one)."""
+    if not relabel:
+        return []
+    return [f"ids        matched to {relabel['parent_run']}: {100 * relabel['kept']:.1f}% of "
+            f"the {relabel['shared_samples']} shared samples keep their cluster id"]
 
 
 def fsck_text(report: Any) -> str:

@@ -26,6 +26,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="store path or URL (default: $FASTMICE_STORE or ./.fastmice)")
     p.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="Dask scheduler (tcp://host:8786) for the view groups")
+    p.add_argument("--keep-runs", type=int, default=None, metavar="N",
+                   help="retention: after each inbox run keep the dataset's N latest runs and "
+                        "remove the files no kept run needs (default: keep every run)")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--cron", default="*/30 * * * *",
                       help='schedule of the inbox run (UTC; default "*/30 * * * *")')
@@ -42,7 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
     schedule = ({"interval": args.interval} if args.interval is not None
                 else {"cron": args.cron})
-    parameters = {**ensemble_values(args), "dask_address": args.dask}
+    parameters = {**ensemble_values(args), "dask_address": args.dask,
+                  "keep_runs": args.keep_runs}
     serve_deployments(args.inbox, args.dataset, open_store(args.store).url, parameters,
                       schedule)
 

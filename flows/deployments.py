@@ -12,7 +12,10 @@ file is never picked up. Each run of :func:`recluster_inbox`:
    read or does not fit the dataset goes to ``inbox/rejected/`` with a ``.error.txt``);
 3. brings the labels up to date: :func:`flows.pipeline.cluster_flow` when the dataset has
    no run yet, :func:`flows.pipeline.recluster_flow` when its latest run misses batches,
-   otherwise nothing (the latest run's summary is returned).
+   otherwise nothing (the latest run's summary is returned);
+4. with ``keep_runs=N`` (``--keep-runs N`` of ``cli.serve``), keeps the dataset's N latest
+   runs and removes the files no kept run needs (:mod:`pipeline.housekeeping`), so that a
+   store reclustered on a schedule does not grow forever.
 
 Every step can be repeated, so a run killed anywhere is safe: a file left in the inbox is
 recognised by its content, and a dataset whose latest run misses batches is reclustered by
@@ -41,6 +44,7 @@ from prefect import flow, get_run_logger
 
 from flows.pipeline import cluster_flow, recluster_flow
 from flows.runners import task_runner
+from pipeline.housekeeping import collect_garbage, retention
 from pipeline.params import PARAM_NAMES
 from pipeline.runs import list_runs, run_summary
 from storage import ArtifactIntegrityError, DatasetStore, open_store
@@ -110,14 +114,15 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
                     feature_ratio: list[float] | None = None,
                     base_clusters: list[float] | None = None,
                     metric: str | list[str] | None = None, random_state: int | None = None,
-                    n_jobs: int | None = None, dask_address: str | None = None
-                    ) -> dict[str, Any]:
+                    n_jobs: int | None = None, dask_address: str | None = None,
+                    keep_runs: int | None = None) -> dict[str, Any]:
     """Register the inbox's new batch files, then cluster or recluster the dataset.
 
     Calls :func:`tasks.datasets.register_data` per file, then
     :func:`flows.pipeline.cluster_flow` or :func:`flows.pipeline.recluster_flow` (or
-    neither), on :func:`flows.runners.task_runner` ``(n_jobs, dask_address)``. Reads and
-    writes the dataset record, the run records and the inbox folders.
+    neither), on :func:`flows.runners.task_runner` ``(n_jobs, dask_address)``; with
+    ``keep_runs``, a retention after it. Reads and writes the dataset record, the run
+    records and the inbox folders.
 
     Parameters
     ----------
@@ -137,6 +142,10 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
     dask_address : str, optional
         ``tcp://host:8786`` of a Dask scheduler to fan the view groups out on (default, or
         ``""``: the pipeline's thread runner).
+    keep_runs : int, optional
+        Retention: after the run, remove the dataset's runs but its ``keep_runs`` latest and
+        every file no kept run or dataset needs (:func:`pipeline.housekeeping.collect_garbage`;
+        skipped, and said, while another run writes to the store). Default: keep everything.
 
     Returns
     -------
@@ -144,7 +153,8 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
         ``dataset``, ``action`` (``"cluster"``, ``"recluster"`` or ``"none"``), the file
         names ``ingested``, ``duplicates`` (already stored) and ``rejected``, and ``run``:
         the run summary of the new run, or of the latest one when nothing changed (``None``
-        while the dataset does not exist).
+        while the dataset does not exist); with ``keep_runs``, ``housekeeping``: what the
+        retention removed (:class:`pipeline.housekeeping.Collection`).
 
     Raises
     ------
@@ -156,6 +166,8 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
     """
     given = {name: value for name, value in locals().items() if name in PARAM_NAMES}
     _check_bound(inbox=inbox, dataset=dataset, store_url=store_url, dask_address=dask_address)
+    if keep_runs is not None:
+        retention([], keep_runs)  # refuse a bad value before anything is done
     logger = get_run_logger()
     folder = Path(inbox)
     if not folder.is_dir():
@@ -171,20 +183,31 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
     if not datasets.exists(dataset):
         logger.info("dataset %s does not exist yet and the inbox has no batch for it", dataset)
         return result
+    result.update(_bring_up_to_date(store, dataset, runs, given, n_jobs, dask_address, logger))
+    if keep_runs is not None:
+        collection = collect_garbage(store, keep_last=keep_runs, dataset=dataset)
+        result["housekeeping"] = collection.to_dict()
+        logger.info("retention of %d runs: %d runs and %d files removed (%d bytes)%s",
+                    keep_runs, len(collection.runs), len(collection.artifacts), collection.freed,
+                    "" if collection.done else f"; skipped: {'; '.join(collection.busy)} writes")
+    return result
+
+
+def _bring_up_to_date(store: Any, dataset: str, runs: list[dict[str, Any]],
+                      given: dict[str, Any], n_jobs: int | None, dask_address: str | None,
+                      logger: Any) -> dict[str, Any]:
+    """Cluster the dataset (no run yet), recluster it (its latest run misses batches) or
+    nothing; ``{"action", "run"}``."""
+    datasets = DatasetStore(store)
     runner = task_runner(n_jobs, dask_address or None)
     if not runs:
-        result["action"] = "cluster"
-        result["run"] = cluster_flow.with_options(task_runner=runner)(
-            dataset, store_url=store.url, **given)
-    elif runs[-1]["dataset_fingerprint"] != datasets.manifest(dataset)["fingerprint"]:
-        result["action"] = "recluster"
-        result["run"] = recluster_flow.with_options(task_runner=runner)(
-            dataset, store_url=store.url, n_jobs=n_jobs)
-    else:
-        result["run"] = run_summary(runs[-1])
-        logger.info("nothing new: run %s covers every batch of %s", runs[-1]["run_id"],
-                    dataset)
-    return result
+        return {"action": "cluster", "run": cluster_flow.with_options(task_runner=runner)(
+            dataset, store_url=store.url, **given)}
+    if runs[-1]["dataset_fingerprint"] != datasets.manifest(dataset)["fingerprint"]:
+        return {"action": "recluster", "run": recluster_flow.with_options(task_runner=runner)(
+            dataset, store_url=store.url, n_jobs=n_jobs)}
+    logger.info("nothing new: run %s covers every batch of %s", runs[-1]["run_id"], dataset)
+    return {"action": "none", "run": run_summary(runs[-1])}
 
 
 def serve_deployments(inbox: str | Path, dataset: str, store_url: str,

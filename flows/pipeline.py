@@ -34,6 +34,7 @@ from pipeline.plans import Plan, plan_cluster, plan_extend, plan_recluster
 from pipeline.results import run_record
 from pipeline.runs import new_run_id, run_summary
 from storage import open_store, utc_now
+from storage.activity import working
 from tasks.consensus import consensus
 from tasks.results import report_run, write_results
 from tasks.specs import draw_groups
@@ -65,12 +66,22 @@ def run_plan(store_url: str, plan: Plan, run_name: str | None = None) -> dict:
         If some view groups failed (after every other group has finished and been stored).
     """
     started, created = time.time(), utc_now()
-    run_id = new_run_id(open_store(store_url), plan.dataset, run_name)
+    store = open_store(store_url)
+    run_id = new_run_id(store, plan.dataset, run_name)
+    with working(store, f"run {run_id}"):  # no garbage collection until its record is written
+        record = _execute(store_url, plan, run_id, started, created)
+    get_run_logger().info("run %s: %d view groups computed, %d reused, %.1f s", run_id,
+                          record["groups_computed"], record["groups_reused"], record["seconds"])
+    return run_summary(record)
+
+
+def _execute(store_url: str, plan: Plan, run_id: str, started: float,
+             created: str) -> dict[str, Any]:
+    """The groups, the consensus and the results of a run; its record."""
     params, n_groups = plan.params.to_dict(), plan.params.n_groups
     get_run_logger().info("run %s (%s): dataset %s, %d samples, k=%d, %d view groups", run_id,
                           plan.kind, plan.dataset, plan.data["n_samples"],
                           plan.params.n_clusters, n_groups)
-
     specs = draw_groups(store_url, plan.anchor_data, params, 0, n_groups)
     context = FlowRunContext.get()
     width = runner_width(context.task_runner if context else None, plan.params.n_jobs)
@@ -82,10 +93,7 @@ def run_plan(store_url: str, plan: Plan, run_name: str | None = None) -> dict:
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,
                                                  started, created, groups_seconds), plan.data)
     report_run(record)
-
-    get_run_logger().info("run %s: %d view groups computed, %d reused, %.1f s", run_id,
-                          record["groups_computed"], record["groups_reused"], record["seconds"])
-    return run_summary(record)
+    return record
 
 
 def _given(values: dict[str, Any]) -> dict[str, Any]:

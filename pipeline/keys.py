@@ -10,7 +10,7 @@ that artifact. A new parameter is therefore in every key unless someone says oth
     graph rows     = (group-anchors key, batch fingerprint)        # one piece per batch
     base labels    = ([graph-rows keys, in batch order], spec)
     consensus      = ([base-labels keys, in group order], params)
-    labels table   = (consensus key, [batch fingerprints])
+    labels table   = (consensus key, [batch fingerprints], cluster ids renamed)
 
 (``params`` never includes :data:`EXECUTION_ONLY`.) The *anchor batches* are the batches a
 view group's anchors were drawn from (those of the dataset when the ensemble was created);
@@ -165,6 +165,11 @@ def consensus_key(base_keys: Sequence[str], params: EnsembleParams,
                        *_warm(init))
 
 
-def labels_key(consensus: str, data: Mapping[str, Any]) -> str:
-    """Key of the labels table (sample ids + labels) of a consensus over ``data``."""
-    return content_key(LABELS, consensus, _fingerprints(data), fastmice.CODE_VERSION)
+def labels_key(consensus: str, data: Mapping[str, Any],
+               mapping: Sequence[Sequence[int]] | None = None) -> str:
+    """Key of the labels table (sample ids + labels) of a consensus over ``data`` (its
+    cluster ids renamed by ``mapping``, ``[[consensus id, label], ...]``, unless that is
+    None or the identity)."""
+    renamed = [] if mapping is None or all(a == b for a, b in mapping) else \
+        [{"relabel": [[int(a), int(b)] for a, b in mapping]}]
+    return content_key(LABELS, consensus, _fingerprints(data), fastmice.CODE_VERSION, *renamed)

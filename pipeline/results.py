@@ -8,6 +8,7 @@ missing or corrupt labels table (from its consensus).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -19,8 +20,17 @@ import numpy as np
 import fastmice
 from pipeline.keys import LABELS, RUN, dataset_ref, labels_key
 from pipeline.plans import Plan
+from pipeline.relabel import apply_mapping, relabelling
 from pipeline.runs import read_run
-from storage import ArtifactNotFoundError, DatasetStore, labels_table, utc_now, write_file_atomic
+from storage import (
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+    DatasetStore,
+    labels_from_table,
+    labels_table,
+    utc_now,
+    write_file_atomic,
+)
 
 __all__ = ["GroupOutcome", "export_labels", "finish_run", "labels_damage", "rebuild_labels",
            "run_record"]
@@ -121,29 +131,58 @@ def _ground_truth(datasets: DatasetStore, name: str, batch_ids: list[int]) -> np
     return datasets.load_labels(name, batches=batch_ids)
 
 
-def _store_labels(store: Any, record: dict[str, Any],
-                  data: dict[str, Any]) -> tuple[Any, np.ndarray, float]:
+def _parent_labels(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(sample ids, labels)`` of run ``run_id`` (its labels table rebuilt if it must be),
+    or None if they cannot be read (the run was removed meanwhile, say)."""
+    try:
+        parent = read_run(store, run_id)
+        if labels_damage(store, parent) is not None:
+            rebuild_labels(store, parent)
+        ids, columns, _ = labels_from_table(store.get(parent["labels"]))
+    except (ArtifactNotFoundError, ArtifactIntegrityError, KeyError, TypeError) as exc:
+        logging.getLogger("storage").warning(
+            "The labels of run %s cannot be read (%s); the cluster ids of this run are not "
+            "matched to its.", run_id, " ".join(str(exc).split()))
+        return None
+    return ids, columns["label"]
+
+
+def _store_labels(store: Any, record: dict[str, Any], data: dict[str, Any], *,
+                  rebuild: bool = False) -> tuple[Any, np.ndarray, float, dict | None]:
     """Write the labels table of a run whose consensus is stored; ``(ref, labels, seconds
-    spent writing)``."""
+    spent writing, relabel)``.
+
+    The consensus's cluster ids are renamed to match the parent run's labels
+    (:func:`pipeline.relabel.relabelling`; a rebuild uses the record's ``relabel``)."""
     batch_ids = [b["batch_id"] for b in data["batches"]]
     labels = np.asarray(store.get(record["consensus"])["labels"])
+    ids = DatasetStore(store).load_ids(data["name"], batches=batch_ids)
+    relabel = record.get("relabel")
+    if not rebuild and record.get("parent_run"):
+        parent = _parent_labels(store, record["parent_run"])
+        relabel = None if parent is None else relabelling(*parent, ids, labels,
+                                                          record["parent_run"])
+    mapping = None if relabel is None else relabel["mapping"]
+    if mapping is not None:
+        labels = apply_mapping(labels, dict(map(tuple, mapping)))
     metadata = {"run_id": record["run_id"], "dataset": data["name"],
                 "n_clusters": record["n_clusters"],
                 "random_state": record["params"]["random_state"],
                 "root_seed": record["root_seed"], "code_version": fastmice.CODE_VERSION}
-    ids = DatasetStore(store).load_ids(data["name"], batches=batch_ids)
     table = labels_table(ids, {"label": labels}, metadata)
     with fastmice.record_stages(this_thread=True) as seconds, fastmice.stage("write"):
-        ref = store.put(LABELS, labels_key(record["consensus"]["key"], data), table)
-    return ref, labels, seconds["write"]
+        ref = store.put(LABELS, labels_key(record["consensus"]["key"], data, mapping), table)
+    return ref, labels, seconds["write"], relabel
 
 
 def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """Write the labels table and the run record of a run whose consensus is stored.
 
-    Reads the consensus (``record["consensus"]``) and the dataset's ids and labels; writes
-    ``labels`` (Parquet: ``sample_id``, ``label``, with the run id, ``random_state`` and
-    ``root_seed`` in its metadata) and the record ``run/<run_id>``.
+    Reads the consensus (``record["consensus"]``), the dataset's ids and labels and, for a
+    run with a ``parent_run``, that run's labels, to which its cluster ids are matched
+    (:mod:`pipeline.relabel`); writes ``labels`` (Parquet: ``sample_id``, ``label``, with
+    the run id, ``random_state`` and ``root_seed`` in its metadata) and the record
+    ``run/<run_id>``.
 
     Parameters
     ----------
@@ -156,11 +195,13 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
     Returns
     -------
     record : dict
-        The run record as written: with ``labels`` (ref), ``labels_path``, ``scores``
+        The run record as written: with ``labels`` (ref), ``relabel`` (the renaming of
+        the consensus's cluster ids, :func:`pipeline.relabel.relabelling`, or None),
+        ``labels_path``, ``scores``
         (:func:`fastmice.metrics.clustering_scores`; None without ground truth),
         ``cluster_sizes``, ``finished`` and ``seconds``.
     """
-    ref, labels, write_seconds = _store_labels(store, record, data)
+    ref, labels, write_seconds, relabel = _store_labels(store, record, data)
     stages = dict(record.get("stages", {}))
     stages["write"] = round(stages.get("write", 0.0) + write_seconds, 3)
     truth = _ground_truth(DatasetStore(store), data["name"],
@@ -169,6 +210,7 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
     record = {
         **record,
         "labels": ref.to_dict(),
+        "relabel": relabel,
         "labels_path": str(path) if path is not None else f"{store.url}#{LABELS}/{ref.key}",
         "scores": None if truth is None else fastmice.metrics.clustering_scores(truth, labels),
         "cluster_sizes": np.bincount(labels, minlength=record["n_clusters"]).tolist(),
@@ -202,9 +244,11 @@ def rebuild_labels(store: Any, record: dict[str, Any]) -> bool:
         data = dataset_ref(DatasetStore(store).manifest(record["dataset"]), record["batches"])
     except (ArtifactNotFoundError, ValueError):
         return False
-    if labels_key(record["consensus"]["key"], data) != record["labels"]["key"]:
+    relabel = record.get("relabel")
+    mapping = None if relabel is None else relabel["mapping"]
+    if labels_key(record["consensus"]["key"], data, mapping) != record["labels"]["key"]:
         return False
-    _store_labels(store, record, data)
+    _store_labels(store, record, data, rebuild=True)
     return True
 
 

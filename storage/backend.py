@@ -50,6 +50,11 @@ class Backend(ABC):
         """Names in a folder (empty if it does not exist)."""
 
     @abstractmethod
+    def _file_sizes(self, rel: str) -> dict[str, int]:
+        """Size in bytes of every file under a folder, by path relative to it (``"/"``
+        separated; symbolic links are not followed); empty if the folder does not exist."""
+
+    @abstractmethod
     def _isfile(self, rel: str) -> bool:
         """Whether a file exists."""
 

@@ -127,6 +127,16 @@ class FsspecStore(BaseStore):
             return []
         return [posixpath.basename(str(e).rstrip("/")) for e in entries]
 
+    def _file_sizes(self, rel: str) -> dict[str, int]:
+        path = self._path(rel)
+        self.fs.invalidate_cache(path)
+        try:
+            found = self.fs.find(path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        return {posixpath.relpath(str(name), path): int(info.get("size") or 0)
+                for name, info in found.items() if info.get("type", "file") == "file"}
+
     def _isfile(self, rel: str) -> bool:
         return self.fs.isfile(self._path(rel))
 

@@ -194,6 +194,17 @@ class LocalStore(BaseStore):
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    def _file_sizes(self, rel: str) -> dict[str, int]:
+        base = self._path(rel)
+        sizes = {}
+        for folder, _, names in os.walk(base):
+            for name in names:
+                path = os.path.join(folder, name)
+                with contextlib.suppress(FileNotFoundError):
+                    sizes[os.path.relpath(path, base).replace(os.sep, "/")] = \
+                        os.lstat(path).st_size
+        return sizes
+
     def _isfile(self, rel: str) -> bool:
         return self._path(rel).is_file()
 

@@ -20,6 +20,7 @@ from pipeline.ingest.matlab import load_mat
 from pipeline.ingest.npz import load_npz
 from pipeline.ingest.views import load_views
 from storage import NAME_PATTERN, ArtifactNotFoundError, content_key, validate_name
+from storage.activity import working
 from storage.datasets import DatasetStore, batch_fingerprint
 
 __all__ = ["VIEW_SUFFIXES", "DatasetExistsError", "default_dataset_name", "read_data",
@@ -149,7 +150,7 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
         If ``mode="append"`` and the dataset does not exist.
     """
     validate_name(name, "dataset name")
-    with store.lock(f"dataset-{name}"):
+    with working(store, f"registration of dataset {name}"), store.lock(f"dataset-{name}"):
         return _register(store, name, Xs, labels, mode)
 
 

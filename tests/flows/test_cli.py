@@ -87,6 +87,9 @@ ERRORS = [
     (["append", "blobs", "{f}/a.npy", "{f}/narrow.npy", "{f}/a.npy"], "View 1 of the new batch"),
     (["recluster", "other"], "No dataset 'other'"),
     (["show", "nope"], "Unknown run 'nope'"),
+    (["rm", "blobs"], r"Dataset 'blobs' has 1 run\(s\) \(blobs-old\); `fastmice rm blobs --runs`"),
+    (["rm", "blobs-old", "nope"], "No run or dataset named 'nope'"),
+    (["gc", "--keep-last", "0"], "--keep-last 0 must be >= 1"),
 ]
 
 
@@ -129,7 +132,7 @@ def test_usage_errors_are_one_line_with_status_1(capsys, cli_env):
 
 
 @pytest.mark.parametrize("command", ["cluster", "extend", "append", "recluster", "runs", "show",
-                                     "fsck"])
+                                     "fsck", "store", "rm", "gc"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
@@ -172,7 +175,7 @@ sys.exit(status)
 """
 
 
-def test_runs_show_and_append_never_import_prefect(tmp_path, files, blobs):
+def test_store_commands_never_import_prefect(tmp_path, files, blobs):
     from pipeline.ingest import register_batch
 
     store = open_store(tmp_path / "store")
@@ -184,12 +187,15 @@ def test_runs_show_and_append_never_import_prefect(tmp_path, files, blobs):
         "n_groups": 1, "groups_computed": 1, "groups_reused": 0, "work": {}, "seconds": 1.0,
         "labels_path": "-", "scores": None, "store": store.url, "batches": [0],
         "anchor_batches": [0], "params": {}, "groups": [], "cluster_sizes": []})
-    for argv in (["runs"], ["show", "blobs-old"], ["append", "blobs", files / "blobs"]):
+    for argv in (["runs"], ["show", "blobs-old"], ["append", "blobs", files / "blobs"],
+                 ["store"], ["gc", "--dry-run", "--keep-last", "1"], ["rm", "blobs-old"],
+                 ["gc", "--json"]):
         result = subprocess.run([sys.executable, "-c", NO_PREFECT, *map(str, argv),
                                  "--store", str(tmp_path / "store")], cwd=ROOT, env=_env(),
                                 capture_output=True, text=True, timeout=120, check=False)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip(), argv
+    assert _one_json(result.stdout)["done"] and not store.list_records(RUN)
 
 
 def test_an_error_in_a_subprocess_has_no_traceback(tmp_path):

@@ -21,6 +21,21 @@ def _labels(store, summary):
     return store.get(record["labels"]).column("label").to_numpy()
 
 
+def _matched(store, summary, expected):
+    """``expected`` (library labels) with the cluster ids the run gave them: the same
+    partition, its ids matched to the parent run's (the record's ``relabel``)."""
+    relabel = store.read_record(RUN, summary["run_id"])["relabel"]
+    assert relabel is not None and relabel["parent_run"] == summary["parent_run"]
+    mapping = dict(map(tuple, relabel["mapping"]))
+    return np.array([mapping[label] for label in expected])
+
+
+def _kept(store, summary, parent):
+    """The fraction of the parent run's samples that keep their cluster id."""
+    old = _labels(store, parent)
+    return float(np.mean(_labels(store, summary)[:old.size] == old))
+
+
 def _library(Xs, n_groups=M):
     return fastmice.FastMICE(K, n_groups=n_groups, n_anchors=ANCHORS,
                              random_state=SEED).fit(Xs).labels_
@@ -98,8 +113,12 @@ def test_extend_computes_only_the_new_groups(prefect_api, registered, blobs):
     assert extended["n_groups"] == M + 3 and extended["parent_run"] == first["run_id"]
     assert (extended["groups_computed"], extended["groups_reused"]) == (3, M)
     assert extended["work"]["graphs_built"] == 3 and extended["work"]["consensus"]
-    np.testing.assert_array_equal(_labels(registered, extended),
-                                  _library(blobs[0], n_groups=M + 3))
+    library = _library(blobs[0], n_groups=M + 3)
+    labels = _labels(registered, extended)
+    np.testing.assert_array_equal(labels, _matched(registered, extended, library))
+    assert fastmice.metrics.clustering_scores(library, labels)["nmi"] == 1.0
+    assert np.mean(library == _labels(registered, first)) < 0.95  # as the fit numbers them
+    assert extended["relabel"]["kept"] == _kept(registered, extended, first) >= 0.95
     record = registered.read_record(RUN, extended["run_id"])
     assert [g["computed"] for g in record["groups"]] == [False] * M + [True] * 3
 
@@ -152,13 +171,16 @@ def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, bl
 
     anew = recluster_flow(dataset="blobs", store_url=store.url, from_scratch=True)
     assert anew["work"]["graphs_built"] == 0 and anew["work"]["base_clusterings"] == M
-    np.testing.assert_array_equal(_labels(store, anew), _reference_recluster(X0, X1, 500,
-                                                                             warm=False))
+    np.testing.assert_array_equal(_labels(store, anew), _matched(
+        store, anew, _reference_recluster(X0, X1, 500, warm=False)))
+    assert _kept(store, anew, summary) >= 0.95 and anew["relabel"]["shared_samples"] == 600
 
     refreshed = recluster_flow(dataset="blobs", store_url=store.url, refresh_anchors=True)
     assert refreshed["work"]["graphs_built"] == M
     union = [np.vstack([a, b]) for a, b in zip(X0, X1, strict=True)]
-    np.testing.assert_array_equal(_labels(store, refreshed), _library(union))
+    np.testing.assert_array_equal(_labels(store, refreshed),
+                                  _matched(store, refreshed, _library(union)))
+    assert _kept(store, refreshed, anew) >= 0.95
 
 
 @pytest.mark.slow
