@@ -16,7 +16,7 @@ from typing import Any
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text
-from pipeline.ingest import default_dataset_name, read_data, register_batch
+from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.keys import RUN
 from pipeline.params import ensemble_params
 from pipeline.plans import plan_extend, plan_recluster
@@ -80,7 +80,8 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
                 params = _checked(ensemble_params, n_samples, len(n_features), **values)
                 _check_memory(args, params, n_samples, n_features, itemsize)
 
-        Xs, labels = read_data(args.data, on_shapes=refuse_early)
+        Xs, labels, ids = read_samples(args.data, id_column=args.id_column,
+                                       on_shapes=refuse_early)
         if values["n_clusters"] is None:
             if labels is None:
                 raise CommandError("--k is required: the data carry no labels to count the "
@@ -93,7 +94,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         if args.run_name is not None:
             new_run_id(store, name, args.run_name)
         start_embedded_api()  # the input is valid: start Prefect while the data are stored
-        _, registered = register_batch(store, name, Xs, labels, mode="create")
+        _, registered = register_batch(store, name, Xs, labels, mode="create", ids=ids)
         del Xs
         n_jobs = values.pop("n_jobs")
         summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
@@ -140,8 +141,8 @@ def cmd_append(args: argparse.Namespace, output: Output) -> None:
     if not DatasetStore(store).exists(args.dataset):
         raise CommandError(f"Unknown dataset {args.dataset!r} in store {store.url}; create it "
                            f"with `fastmice cluster DATA --name {args.dataset}`.")
-    Xs, labels = read_data(args.data)
-    manifest, written = register_batch(store, args.dataset, Xs, labels, mode="append")
+    Xs, labels, ids = read_samples(args.data, id_column=args.id_column)
+    manifest, written = register_batch(store, args.dataset, Xs, labels, mode="append", ids=ids)
     batch = manifest["batches"][-1]
     result = {"dataset": args.dataset, "appended": written, "batch_id": batch["batch_id"],
               "n_new_samples": int(Xs[0].shape[0]), "n_batches": len(manifest["batches"]),

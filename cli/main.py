@@ -1,6 +1,7 @@
 """The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
 
-Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``;
+Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``,
+``export``, ``label``;
 each has ``--help``. Human-readable output and a progress bar over view groups by default; with
 ``--json``, exactly one JSON object on stdout (Prefect's and Dask's logs go to stderr).
 
@@ -9,8 +10,8 @@ mismatched views, a bad parameter, a bad ``--store``, an unknown run or a usage 
 with status 1 and a one-line message, and leaves the store as it was. What the store heals on
 the way (a corrupt file set aside, a damaged batch restored) is reported one line each, as
 ``fastmice COMMAND: warning: ...`` on stderr. ``--verbose`` shows Prefect's logs; set
-``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show`` and ``append`` never import
-Prefect.
+``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show``, ``append``, ``export`` and
+``label`` never import Prefect.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from cli import commands
 from cli.engine import configure_environment
 from cli.options import add_ensemble_options, add_jobs_option
 from cli.output import Output, message, store_warnings
+from cli.result_commands import add_result_parsers
 from cli.stores import checked_store
 
 __all__ = ["build_parser", "main"]
@@ -66,6 +68,13 @@ def _common(parser: argparse.ArgumentParser, *, runs_flow: bool = False) -> None
     parser.add_argument("--verbose", action="store_true", help="show Prefect's logs")
 
 
+def _id_column(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--id-column", metavar="NAME",
+                        help="the column of sample ids in .parquet/.csv views: stored with "
+                             "the data, carried into every labels table, and the views' rows "
+                             "are aligned by it")
+
+
 def _add_cluster(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="cluster data with a new ensemble",
                        description="Register DATA as a dataset and cluster it with a new "
@@ -79,6 +88,7 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
                                    "data's labels)")
     p.add_argument("--name", metavar="DATASET",
                    help="dataset name (default: from the file name)")
+    _id_column(p)
     p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
     _finish(p, commands.cmd_cluster, runs_flow=True)
 
@@ -100,6 +110,7 @@ def _add_append(sub: argparse._SubParsersAction) -> None:
                                    "then labels every sample.")
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("data", nargs="+", metavar="DATA")
+    _id_column(p)
     _finish(p, commands.cmd_append)
 
 
@@ -163,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing,
                 _add_fsck):
         add(sub)
+    add_result_parsers(sub, _finish)
     return parser
 
 
