@@ -82,11 +82,8 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
 
         Xs, labels, ids = read_samples(args.data, id_column=args.id_column,
                                        on_shapes=refuse_early)
-        if values["n_clusters"] is None:
-            if labels is None:
-                raise CommandError("--k is required: the data carry no labels to count the "
-                                   "classes of.")
-            values["n_clusters"] = len(set(labels.tolist()))
+        if values["n_clusters"] is None:  # the classes of the labels, else chosen from the data
+            values["n_clusters"] = "auto" if labels is None else len(set(labels.tolist()))
         params = _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
         _check_memory(args, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
                       max(X.dtype.itemsize for X in Xs))

@@ -84,8 +84,9 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
                                    "optional labels.npy. Labels are used only for scores and "
                                    "the default k.")
     p.add_argument("data", nargs="+", metavar="DATA")
-    add_ensemble_options(p, k_help="number of clusters (default: number of classes in the "
-                                   "data's labels)")
+    add_ensemble_options(p, k_help="number of clusters, or 'auto' to choose it from the data "
+                                   "(default: the number of classes in the data's labels, "
+                                   "else auto)")
     p.add_argument("--name", metavar="DATASET",
                    help="dataset name (default: from the file name)")
     _id_column(p)

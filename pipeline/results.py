@@ -121,12 +121,24 @@ def _ground_truth(datasets: DatasetStore, name: str, batch_ids: list[int]) -> np
     return datasets.load_labels(name, batches=batch_ids)
 
 
+def _k_of(consensus: Any) -> dict[str, Any]:
+    """The run's k as its consensus has it and, when k was chosen (``n_clusters="auto"``),
+    ``k_candidates``: ``[[k, eigengap], ...]``, largest gap first."""
+    found = {"n_clusters": int(np.asarray(consensus["partition_centers"]).shape[0])}
+    if "k_chosen" in consensus:
+        choice = fastmice.ConsensusPartition.from_arrays(consensus).k_choice
+        found["k_candidates"] = [list(pair) for pair in choice.ranked()]
+    return found
+
+
 def _store_labels(store: Any, record: dict[str, Any],
                   data: dict[str, Any]) -> tuple[Any, np.ndarray, float]:
     """Write the labels table of a run whose consensus is stored; ``(ref, labels, seconds
     spent writing)``."""
     batch_ids = [b["batch_id"] for b in data["batches"]]
-    labels = np.asarray(store.get(record["consensus"])["labels"])
+    consensus = store.get(record["consensus"])
+    record.update(_k_of(consensus))
+    labels = np.asarray(consensus["labels"])
     metadata = {"run_id": record["run_id"], "dataset": data["name"],
                 "n_clusters": record["n_clusters"],
                 "random_state": record["params"]["random_state"],
@@ -141,7 +153,8 @@ def _store_labels(store: Any, record: dict[str, Any],
 def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """Write the labels table and the run record of a run whose consensus is stored.
 
-    Reads the consensus (``record["consensus"]``) and the dataset's ids and labels; writes
+    Reads the consensus (``record["consensus"]``: the run's k, chosen there with
+    ``n_clusters="auto"``) and the dataset's ids and labels; writes
     ``labels`` (Parquet: ``sample_id``, ``label``, with the run id, ``random_state`` and
     ``root_seed`` in its metadata) and the record ``run/<run_id>``.
 

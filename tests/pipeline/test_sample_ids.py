@@ -131,7 +131,7 @@ def test_ids_are_stored_with_the_batch_and_enter_its_fingerprint(tables, store):
     new = [X[:2] + 1 for X in Xs]
     with pytest.raises(ValueError, match="has string sample ids"):
         register_batch(store, "docs", new, None, mode="append")
-    with pytest.raises(ValueError, match="already exist.*doc-00000"):
+    with pytest.raises(ValueError, match=r"already exist.*doc-00000"):
         register_batch(store, "docs", new, None, mode="append", ids=ids[:2])
     manifest, written = register_batch(store, "docs", new, None, mode="append",
                                        ids=np.array(["n1", "n2"]))
