@@ -192,3 +192,37 @@ def test_the_result_commands_have_help(command, capfd):
         main([command, "--help"])
     assert exit_info.value.code == 0
     assert f"usage: fastmice {command}" in capfd.readouterr().out
+
+
+def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
+    """No --k and no labels: k is chosen, printed with its candidates and kept in the record;
+    the labels are the library's with n_clusters="auto"."""
+    import fastmice
+    from pipeline.ingest import save_views_dir
+
+    Xs, y = blobs
+    save_views_dir(tmp_path / "nolabels", Xs)
+    store_dir = tmp_path / "store"
+    common = ["--groups", M, "--anchors", ANCHORS, "--seed", SEED, "--store", store_dir]
+    done = _cli(["cluster", tmp_path / "nolabels", "--run-name", "auto", *common], prefect_api)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "k auto     chose 4 by the largest eigengap; candidates 4 (" in done.stdout
+    store = open_store(store_dir)
+    record = store.read_record(RUN, "auto")
+    assert record["params"]["n_clusters"] == "auto" and record["n_clusters"] == 4
+    assert record["k_candidates"][0][0] == 4 and len(record["k_candidates"]) >= 10
+    model = fastmice.FastMICE("auto", n_groups=M, n_anchors=ANCHORS, random_state=SEED).fit(Xs)
+    labels = store.get(record["labels"]).column("label").to_numpy()
+    np.testing.assert_array_equal(labels, model.labels_)
+    assert model.k_candidates_ == [tuple(pair) for pair in record["k_candidates"]]
+    # The same command again reuses everything (the keys hold "auto", a content key).
+    again = _cli(["cluster", tmp_path / "nolabels", "--k", "auto", "--json", *common],
+                 prefect_api)
+    summary = json.loads(again.stdout)
+    assert (summary["groups_computed"], summary["n_clusters"]) == (0, 4)
+    assert summary["k_candidates"] == record["k_candidates"]
+    # label works on an auto run too.
+    out = tmp_path / "l.npy"
+    assert _cli(["label", "auto", tmp_path / "nolabels", "--out", out, "--store",
+                 store_dir]).returncode == 0
+    assert adjusted_rand_score(labels, np.load(out)["label"]) >= 0.9
