@@ -17,7 +17,7 @@ from typing import Any
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text
-from pipeline.ingest import default_dataset_name, read_data, register_batch
+from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
 from pipeline.params import ensemble_params
@@ -82,12 +82,10 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
                 params = _checked(ensemble_params, n_samples, len(n_features), **values)
                 _check_memory(args, params, n_samples, n_features, itemsize)
 
-        Xs, labels = read_data(args.data, on_shapes=refuse_early)
-        if values["n_clusters"] is None:
-            if labels is None:
-                raise CommandError("--k is required: the data carry no labels to count the "
-                                   "classes of.")
-            values["n_clusters"] = len(set(labels.tolist()))
+        Xs, labels, ids = read_samples(args.data, id_column=args.id_column,
+                                       on_shapes=refuse_early)
+        if values["n_clusters"] is None:  # the classes of the labels, else chosen from the data
+            values["n_clusters"] = "auto" if labels is None else len(set(labels.tolist()))
         params = _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
         _check_memory(args, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
                       max(X.dtype.itemsize for X in Xs))
@@ -96,7 +94,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
             new_run_id(store, name, args.run_name)
         start_embedded_api()  # the input is valid: start Prefect while the data are stored
         try:
-            _, registered = register_batch(store, name, Xs, labels, mode="create")
+            _, registered = register_batch(store, name, Xs, labels, mode="create", ids=ids)
         except DatasetExistsError as exc:
             raise CommandError(exc.render(shlex.join(args.data))) from None
         del Xs
@@ -145,8 +143,8 @@ def cmd_append(args: argparse.Namespace, output: Output) -> None:
     if not DatasetStore(store).exists(args.dataset):
         raise CommandError(f"Unknown dataset {args.dataset!r} in store {store.url}; create it "
                            f"with `fastmice cluster DATA --name {args.dataset}`.")
-    Xs, labels = read_data(args.data)
-    manifest, written = register_batch(store, args.dataset, Xs, labels, mode="append")
+    Xs, labels, ids = read_samples(args.data, id_column=args.id_column)
+    manifest, written = register_batch(store, args.dataset, Xs, labels, mode="append", ids=ids)
     batch = manifest["batches"][-1]
     result = {"dataset": args.dataset, "appended": written, "batch_id": batch["batch_id"],
               "n_new_samples": int(Xs[0].shape[0]), "n_batches": len(manifest["batches"]),

@@ -1,17 +1,18 @@
 """The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
 
 Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``,
-``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`); each has ``--help``. Human-readable
-output and a progress bar over view groups by default; with ``--json``, exactly one JSON
-object on stdout (Prefect's and Dask's logs go to stderr).
+``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`), ``export``, ``label``
+(:mod:`cli.result_commands`); each has ``--help``. Human-readable output and a progress bar
+over view groups by default; with ``--json``, exactly one JSON object on stdout (Prefect's
+and Dask's logs go to stderr).
 
 Every input is validated before anything is written, so an unreadable file, a wrong layout,
 mismatched views, a bad parameter, a bad ``--store``, an unknown run or a usage error exits
 with status 1 and a one-line message, and leaves the store as it was. What the store heals on
 the way (a corrupt file set aside, a damaged batch restored) is reported one line each, as
 ``fastmice COMMAND: warning: ...`` on stderr. ``--verbose`` shows Prefect's logs; set
-``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show``, ``append``, ``store``, ``rm``
-and ``gc`` never import Prefect.
+``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show``, ``append``, ``store``, ``rm``,
+``gc``, ``export`` and ``label`` never import Prefect.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from cli import commands
 from cli.engine import configure_environment
 from cli.options import add_ensemble_options, add_jobs_option
 from cli.output import Output, message, store_warnings
+from cli.result_commands import add_result_parsers
 from cli.store_commands import add_store_commands
 from cli.stores import checked_store
 
@@ -70,6 +72,13 @@ def _common(parser: argparse.ArgumentParser, *, runs_flow: bool = False) -> None
     parser.add_argument("--verbose", action="store_true", help="show Prefect's logs")
 
 
+def _id_column(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--id-column", metavar="NAME",
+                        help="the column of sample ids in .parquet/.csv views: stored with "
+                             "the data, carried into every labels table, and the views' rows "
+                             "are aligned by it")
+
+
 def _add_cluster(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="cluster data with a new ensemble",
                        description="Register DATA as a dataset and cluster it with a new "
@@ -79,10 +88,12 @@ def _add_cluster(sub: argparse._SubParsersAction) -> None:
                                    "optional labels.npy. Labels are used only for scores and "
                                    "the default k.")
     p.add_argument("data", nargs="+", metavar="DATA")
-    add_ensemble_options(p, k_help="number of clusters (default: number of classes in the "
-                                   "data's labels)")
+    add_ensemble_options(p, k_help="number of clusters, or 'auto' to choose it from the data "
+                                   "(default: the number of classes in the data's labels, "
+                                   "else auto)")
     p.add_argument("--name", metavar="DATASET",
                    help="dataset name (default: from the file name)")
+    _id_column(p)
     p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
     _finish(p, commands.cmd_cluster, runs_flow=True)
 
@@ -104,6 +115,7 @@ def _add_append(sub: argparse._SubParsersAction) -> None:
                                    "then labels every sample.")
     p.add_argument("dataset", metavar="DATASET")
     p.add_argument("data", nargs="+", metavar="DATA")
+    _id_column(p)
     _finish(p, commands.cmd_append)
 
 
@@ -168,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_fsck):
         add(sub)
     add_store_commands(sub, _finish)
+    add_result_parsers(sub, _finish)
     return parser
 
 

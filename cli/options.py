@@ -34,6 +34,16 @@ def _pair(text: str) -> list[float]:
     return values
 
 
+def _k(text: str) -> int | str:
+    """``--k``: an int, or ``auto`` (k chosen from the data)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int or 'auto'; got {text!r}") from None
+
+
 def _default(name: str) -> str:
     value = getattr(DEFAULTS, name)
     if isinstance(value, tuple):
@@ -44,7 +54,7 @@ def _default(name: str) -> str:
 def add_ensemble_options(parser: argparse.ArgumentParser, k_help: str) -> None:
     """Add an option for every ensemble parameter (``k_help`` describes ``--k``)."""
     add = parser.add_argument
-    add("--k", "--n-clusters", type=int, dest="n_clusters", metavar="K", help=k_help)
+    add("--k", "--n-clusters", type=_k, dest="n_clusters", metavar="K|auto", help=k_help)
     add("--groups", type=int, dest="n_groups", metavar="M",
         help=f"number of view groups (default: {_default('n_groups')})")
     add("--anchors", type=int, dest="n_anchors", metavar="P",

@@ -21,7 +21,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Serve the inbox-recluster (scheduled) and cluster-on-demand deployments.")
     p.add_argument("--inbox", required=True, help="folder of incoming .npz batch files")
     p.add_argument("--dataset", required=True, help="dataset name in the store")
-    add_ensemble_options(p, k_help="k of the first run (required until the dataset has a run)")
+    add_ensemble_options(p, k_help="k of the first run, or 'auto' (required until the "
+                                      "dataset has a run)")
     p.add_argument("--store", default=None,
                    help="store path or URL (default: $FASTMICE_STORE or ./.fastmice)")
     p.add_argument("--dask", default=None, metavar="ADDRESS",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 
+from fastmice._auto_k import KChoice, choose_n_clusters
+from fastmice._params import AUTO
 from fastmice._specs import CONSENSUS_STREAM, PARTITION_STREAM, ViewGroupSpec, group_rng
 from fastmice._stages import stage
 from fastmice._tcut import BipartitePartition, partition_bipartite_graph
@@ -101,6 +103,8 @@ class ConsensusPartition:
     used_columns : ndarray of int
         Graph columns kept (clusters with at least one sample).
     partition : BipartitePartition
+    k_choice : KChoice or None
+        How k was chosen, when it was (``n_clusters="auto"``).
     """
 
     labels_: np.ndarray
@@ -108,6 +112,12 @@ class ConsensusPartition:
     n_base_clusters: np.ndarray
     used_columns: np.ndarray
     partition: BipartitePartition
+    k_choice: KChoice | None = None
+
+    @property
+    def n_clusters(self) -> int:
+        """The number of clusters of the partition."""
+        return int(self.partition.centers.shape[0])
 
     def predict(self, base_labels: np.ndarray) -> np.ndarray:
         """Consensus labels of samples given their base labels, shape (n_new, n_members)."""
@@ -126,6 +136,9 @@ class ConsensusPartition:
         arrays = {f"partition_{k}": v for k, v in self.partition.to_arrays().items()}
         arrays.update(labels=self.labels_, offsets=self.offsets,
                       n_base_clusters=self.n_base_clusters, used_columns=self.used_columns)
+        if self.k_choice is not None:
+            arrays.update(k_chosen=np.asarray(self.k_choice.n_clusters),
+                          k_candidates=self.k_choice.candidates, k_gaps=self.k_choice.gaps)
         return arrays
 
     @classmethod
@@ -133,12 +146,16 @@ class ConsensusPartition:
         """Inverse of :meth:`to_arrays`."""
         partition = BipartitePartition.from_arrays(
             {k: arrays[f"partition_{k}"] for k in ("labels", "anchor_embedding", "centers")})
+        choice = None
+        if "k_chosen" in arrays:
+            choice = KChoice(int(arrays["k_chosen"]), np.asarray(arrays["k_candidates"]),
+                             np.asarray(arrays["k_gaps"]))
         return cls(np.asarray(arrays["labels"]), np.asarray(arrays["offsets"]),
                    np.asarray(arrays["n_base_clusters"]), np.asarray(arrays["used_columns"]),
-                   partition)
+                   partition, choice)
 
 
-def consensus_partition(base_labels: np.ndarray, n_clusters: int, *, seed: int,
+def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed: int,
                         max_iter: int = CONSENSUS_MAX_ITER,
                         n_init: int = CONSENSUS_N_INIT, n_jobs: int | None = None,
                         init: ConsensusPartition | None = None) -> ConsensusPartition:
@@ -148,7 +165,10 @@ def consensus_partition(base_labels: np.ndarray, n_clusters: int, *, seed: int,
     ----------
     base_labels : ndarray of shape (n_samples, n_members)
         Base clustering ``j`` in column ``j``, labels ``0..k_j-1``.
-    n_clusters : int
+    n_clusters : int or "auto"
+        With ``"auto"``, k is chosen by the eigengap of the consensus graph
+        (:func:`fastmice._auto_k.choose_n_clusters`; kept as ``k_choice``), or, with
+        ``init``, is ``init``'s.
     seed : int
         Root seed of the ensemble (the consensus uses its own stream of it).
     max_iter : int, default=20
@@ -172,8 +192,15 @@ def consensus_partition(base_labels: np.ndarray, n_clusters: int, *, seed: int,
         if base_labels.min(initial=0) < 0:
             raise ValueError("base_labels must be non-negative integers.")
         if init is not None:
-            return _refined_consensus(base_labels, n_clusters, init, _threads(n_jobs))
-        return _consensus_partition(base_labels, n_clusters, seed, max_iter, n_init, n_jobs)
+            k = init.n_clusters if n_clusters == AUTO else n_clusters
+            refined = _refined_consensus(base_labels, k, init, _threads(n_jobs))
+            return replace(refined, k_choice=init.k_choice if n_clusters == AUTO else None)
+        choice = None
+        if n_clusters == AUTO:
+            choice = choose_n_clusters(base_labels, seed=seed)
+            n_clusters = choice.n_clusters
+        return replace(_consensus_partition(base_labels, n_clusters, seed, max_iter, n_init,
+                                            n_jobs), k_choice=choice)
 
 
 def _refined_consensus(base_labels: np.ndarray, n_clusters: int, init: ConsensusPartition,

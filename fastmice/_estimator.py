@@ -54,8 +54,10 @@ class FastMICE(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int
-        Number of clusters k.
+    n_clusters : int or "auto"
+        Number of clusters k. With ``"auto"``, base clusterings draw their k around
+        ``clip(round(sqrt(N) / 2), 2, 50)`` and k is the candidate in ``[2, 2 k0]`` with the
+        largest eigengap of the consensus graph (:mod:`fastmice._auto_k`).
     n_groups : int, default=20
         Number of view groups M (= base clusterings).
     n_anchors : int, default=1000
@@ -83,6 +85,10 @@ class FastMICE(ClusterMixin, BaseEstimator):
     group_anchors_ : list of GroupAnchors
     base_partitions_ : list of BipartitePartition
     consensus_ : ConsensusPartition
+    n_clusters_ : int
+        The number of clusters of ``labels_`` (``n_clusters``, or the one chosen).
+    k_candidates_ : list of (int, float) or None
+        With ``n_clusters="auto"``: every candidate k with its eigengap, largest first.
     root_seed_ : int
         Root seed drawn from ``random_state`` (``EnsembleParams.root_seed``).
     n_views_ : int
@@ -146,9 +152,12 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.group_anchors_ = [anchors for anchors, _ in fitted]
         self.base_partitions_ = [partition for _, partition in fitted]
         self.base_labels_ = np.column_stack([p.labels_ for p in self.base_partitions_])
-        self.consensus_ = consensus_partition(self.base_labels_, self.n_clusters, seed=seed,
+        self.consensus_ = consensus_partition(self.base_labels_, params.n_clusters, seed=seed,
                                               n_jobs=effective_n_jobs(self.n_jobs))
         self.labels_ = self.consensus_.labels_
+        self.n_clusters_ = self.consensus_.n_clusters
+        choice = self.consensus_.k_choice
+        self.k_candidates_ = None if choice is None else choice.ranked()
         self.root_seed_ = seed
         self.n_views_ = len(Xs)
         self.n_features_in_ = [X.shape[1] for X in Xs]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastmice._consensus import (
     BASE_KMEANS_SAMPLE,
@@ -30,7 +30,7 @@ from fastmice._consensus import (
 from fastmice._eigen import DENSE_MAX
 from fastmice._graphs import SEARCH_BLOCK_ROWS
 from fastmice._parallel import BLOCK_ROWS
-from fastmice._params import EnsembleParams
+from fastmice._params import AUTO, EnsembleParams
 
 __all__ = ["MemoryEstimate", "estimate_memory"]
 
@@ -134,6 +134,8 @@ def estimate_memory(params: EnsembleParams, n_samples: int, n_features: Sequence
     estimate : MemoryEstimate
     """
     widest = max(n_features)
+    if params.n_clusters == AUTO:  # sized as the base clusterings' reference k
+        params = replace(params, n_clusters=params.reference_k(n_samples))
     groups = max(1, n_workers) * _group_bytes(params, n_samples, widest, itemsize)
     consensus = _consensus_bytes(params, n_samples)
     views = n_samples * sum(n_features) * itemsize if views_in_memory else 0

@@ -18,8 +18,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULTS", "METRICS", "PIPELINE_RANDOM_STATE", "EnsembleParams", "check_int",
-           "check_n_jobs", "resolve_seed"]
+__all__ = ["AUTO", "DEFAULTS", "METRICS", "PIPELINE_RANDOM_STATE", "EnsembleParams",
+           "check_int", "check_n_jobs", "resolve_seed"]
+
+#: ``n_clusters="auto"``: k is chosen from the data (:mod:`fastmice._auto_k`).
+AUTO = "auto"
 
 #: The distances a view can be compared with.
 METRICS = ("euclidean", "cosine")
@@ -110,7 +113,9 @@ class EnsembleParams:
     """The parameters of a FastMICE ensemble, validated when the object is made.
 
     The fields are exactly the parameters of :class:`fastmice.FastMICE` (see its docstring
-    for their meaning); their defaults are defined here and nowhere else. Checks that need
+    for their meaning; ``n_clusters`` is an int >= 2 or ``"auto"``, kept as such in
+    :meth:`to_dict` and so in every key); their defaults are defined here and nowhere
+    else. Checks that need
     the data (``n_clusters <= n_samples``, one metric per view) are made by
     :meth:`for_data`. Pairs are kept as tuples of floats and a metric list as a tuple.
 
@@ -127,7 +132,7 @@ class EnsembleParams:
     (('euclidean', 'euclidean'), True)
     """
 
-    n_clusters: int
+    n_clusters: int | str
     n_groups: int = 20
     n_anchors: int = 1000
     n_neighbors: int = 5
@@ -139,8 +144,14 @@ class EnsembleParams:
 
     def __post_init__(self) -> None:
         normalise = functools.partial(object.__setattr__, self)
-        k = check_int("n_clusters", self.n_clusters, 2)
-        normalise("n_clusters", k)
+        if self.n_clusters == AUTO:
+            k = 1  # the base clusterings' k then comes from the data's size
+        else:
+            if isinstance(self.n_clusters, str):
+                raise ValueError(f"n_clusters={self.n_clusters!r} must be an int >= 2 or "
+                                 f"'auto'.")
+            k = check_int("n_clusters", self.n_clusters, 2)
+            normalise("n_clusters", k)
         for name in ("n_groups", "n_anchors", "n_neighbors"):
             normalise(name, check_int(name, getattr(self, name), 1))
         normalise("feature_ratio", _check_pair("feature_ratio", self.feature_ratio, 0.0, 1.0))
@@ -161,13 +172,24 @@ class EnsembleParams:
         params : EnsembleParams
             With ``metric`` as one name per view.
         """
-        if self.n_clusters > n_samples:
+        if self.n_clusters == AUTO and n_samples < 3:
+            raise ValueError(f"n_clusters='auto' needs at least 3 samples; got {n_samples}.")
+        if self.n_clusters != AUTO and self.n_clusters > n_samples:
             raise ValueError(f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
         metrics = [self.metric] * n_views if isinstance(self.metric, str) else self.metric
         if len(metrics) != n_views:
             raise ValueError(f"metric has {len(metrics)} entries; expected one per view "
                              f"({n_views}).")
         return replace(self, metric=tuple(metrics))
+
+    def reference_k(self, n_samples: int) -> int:
+        """The k the base clusterings' k is drawn around: ``n_clusters``, or with ``"auto"``
+        :func:`fastmice._auto_k.auto_reference_k` of the number of samples."""
+        if self.n_clusters != AUTO:
+            return int(self.n_clusters)
+        from fastmice._auto_k import auto_reference_k
+
+        return auto_reference_k(n_samples)
 
     @functools.cached_property
     def root_seed(self) -> int:

@@ -139,10 +139,11 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
         Number of samples (caps the anchor and base-cluster counts).
     params : EnsembleParams
         Its ``n_clusters`` (base clusterings draw their k in ``[base_clusters[0] * k,
-        base_clusters[1] * k]``), ``n_anchors`` (p per group, split evenly over its views),
-        ``n_neighbors`` (K per sample and group, split over its views), ``feature_ratio``
-        (range of the per-(group, view) feature-sampling ratio), ``base_clusters`` and
-        ``metric`` (one for all views or one per view).
+        base_clusters[1] * k]``; with ``"auto"``, k is ``params.reference_k(n_samples)``),
+        ``n_anchors`` (p per group, split evenly over its views), ``n_neighbors`` (K per
+        sample and group, split over its views), ``feature_ratio`` (range of the
+        per-(group, view) feature-sampling ratio), ``base_clusters`` and ``metric`` (one for
+        all views or one per view).
     seed : int
         Root seed of the ensemble (``params.root_seed``).
     start : int, default=0
@@ -157,7 +158,8 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     metric = params.metric
     metrics = [metric] * len(n_features) if isinstance(metric, str) else list(metric)
     return [
-        _draw_one_group(seed, g, n_features, n_samples, params.n_clusters, params.n_anchors,
-                        params.n_neighbors, params.feature_ratio, params.base_clusters, metrics)
+        _draw_one_group(seed, g, n_features, n_samples, params.reference_k(n_samples),
+                        params.n_anchors, params.n_neighbors, params.feature_ratio,
+                        params.base_clusters, metrics)
         for g in range(start, start + count)
     ]

@@ -108,7 +108,7 @@ def _ingest(folder: Path, store: Any, dataset: str, logger: Any) -> dict[str, li
 
 
 @flow(name="fastmice-recluster-inbox")
-def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
+def recluster_inbox(inbox: str, dataset: str, n_clusters: int | str | None = None,
                     store_url: str | None = None, n_groups: int | None = None,
                     n_anchors: int | None = None, n_neighbors: int | None = None,
                     feature_ratio: list[float] | None = None,
@@ -130,9 +130,9 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | None = None,
         Folder of incoming ``.npz`` batch files.
     dataset : str
         Dataset name in the store.
-    n_clusters : int, optional
-        k of the first run; required until the dataset has a run (later runs reuse the
-        latest run's parameters).
+    n_clusters : int or "auto", optional
+        k of the first run (``"auto"``: chosen from the data); required until the dataset
+        has a run (later runs reuse the latest run's parameters).
     store_url : str, optional
         Default: ``$FASTMICE_STORE`` or ``./.fastmice``.
     n_groups, n_anchors, n_neighbors, feature_ratio, base_clusters, metric, random_state
@@ -238,6 +238,7 @@ def serve_deployments(inbox: str | Path, dataset: str, store_url: str,
         tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH, **schedule)
     cluster_deployment = cluster_flow.to_deployment(
         name=CLUSTER_DEPLOYMENT.split("/")[1], parameters={"store_url": store_url},
-        description="Cluster a registered dataset on demand (-p dataset=NAME -p n_clusters=K).",
+        description="Cluster a registered dataset on demand (-p dataset=NAME -p "
+                    "n_clusters=K or auto).",
         tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH)
     serve(inbox_deployment, cluster_deployment)

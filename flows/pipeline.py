@@ -79,7 +79,7 @@ def _execute(store_url: str, plan: Plan, run_id: str, started: float,
              created: str) -> dict[str, Any]:
     """The groups, the consensus and the results of a run; its record."""
     params, n_groups = plan.params.to_dict(), plan.params.n_groups
-    get_run_logger().info("run %s (%s): dataset %s, %d samples, k=%d, %d view groups", run_id,
+    get_run_logger().info("run %s (%s): dataset %s, %d samples, k=%s, %d view groups", run_id,
                           plan.kind, plan.dataset, plan.data["n_samples"],
                           plan.params.n_clusters, n_groups)
     specs = draw_groups(store_url, plan.anchor_data, params, 0, n_groups)
@@ -102,7 +102,7 @@ def _given(values: dict[str, Any]) -> dict[str, Any]:
 
 
 @flow(name="fastmice-cluster", flow_run_name="cluster-{dataset}", task_runner=task_runner())
-def cluster_flow(dataset: str, n_clusters: int, n_groups: int | None = None,
+def cluster_flow(dataset: str, n_clusters: int | str, n_groups: int | None = None,
                  n_anchors: int | None = None, n_neighbors: int | None = None,
                  feature_ratio: list[float] | None = None,
                  base_clusters: list[float] | None = None, metric: str | list[str] | None = None,

@@ -105,10 +105,11 @@ def _what_fits(params: EnsembleParams, budget: int,
                estimate: Callable[[EnsembleParams], MemoryEstimate]) -> list[str]:
     """The fewest changes (one group at a time, half the groups, half k) that fit, as
     options with the memory they need: single changes first, then pairs, then all three."""
-    changes = [(option, name, value) for option, name, value in (
-        ("--n-jobs", "n_jobs", 1), ("--groups", "n_groups", max(1, params.n_groups // 2)),
-        ("--k", "n_clusters", max(2, params.n_clusters // 2)))
-        if getattr(params, name) != value]
+    halves = [("--n-jobs", "n_jobs", 1), ("--groups", "n_groups", max(1, params.n_groups // 2))]
+    if isinstance(params.n_clusters, int):  # "auto": k is not the user's to halve
+        halves.append(("--k", "n_clusters", max(2, params.n_clusters // 2)))
+    changes = [(option, name, value) for option, name, value in halves
+               if getattr(params, name) != value]
     for size in range(1, len(changes) + 1):
         options = []
         for combo in itertools.combinations(changes, size):

@@ -147,6 +147,16 @@ def _parent_labels(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray] | N
     return ids, columns["label"]
 
 
+def _k_of(consensus: Any) -> dict[str, Any]:
+    """The run's k as its consensus has it and, when k was chosen (``n_clusters="auto"``),
+    ``k_candidates``: ``[[k, eigengap], ...]``, largest gap first."""
+    found = {"n_clusters": int(np.asarray(consensus["partition_centers"]).shape[0])}
+    if "k_chosen" in consensus:
+        choice = fastmice.ConsensusPartition.from_arrays(consensus).k_choice
+        found["k_candidates"] = [list(pair) for pair in choice.ranked()]
+    return found
+
+
 def _store_labels(store: Any, record: dict[str, Any], data: dict[str, Any], *,
                   rebuild: bool = False) -> tuple[Any, np.ndarray, float, dict | None]:
     """Write the labels table of a run whose consensus is stored; ``(ref, labels, seconds
@@ -155,7 +165,9 @@ def _store_labels(store: Any, record: dict[str, Any], data: dict[str, Any], *,
     The consensus's cluster ids are renamed to match the parent run's labels
     (:func:`pipeline.relabel.relabelling`; a rebuild uses the record's ``relabel``)."""
     batch_ids = [b["batch_id"] for b in data["batches"]]
-    labels = np.asarray(store.get(record["consensus"])["labels"])
+    consensus = store.get(record["consensus"])
+    record.update(_k_of(consensus))
+    labels = np.asarray(consensus["labels"])
     ids = DatasetStore(store).load_ids(data["name"], batches=batch_ids)
     relabel = record.get("relabel")
     if not rebuild and record.get("parent_run"):
@@ -178,8 +190,9 @@ def _store_labels(store: Any, record: dict[str, Any], data: dict[str, Any], *,
 def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """Write the labels table and the run record of a run whose consensus is stored.
 
-    Reads the consensus (``record["consensus"]``), the dataset's ids and labels and, for a
-    run with a ``parent_run``, that run's labels, to which its cluster ids are matched
+    Reads the consensus (``record["consensus"]``: the run's k, chosen there with
+    ``n_clusters="auto"``), the dataset's ids and labels and, for a run with a
+    ``parent_run``, that run's labels, to which its cluster ids are matched
     (:mod:`pipeline.relabel`); writes ``labels`` (Parquet: ``sample_id``, ``label``, with
     the run id, ``random_state`` and ``root_seed`` in its metadata) and the record
     ``run/<run_id>``.

@@ -21,7 +21,8 @@ __all__ = ["SUMMARY_KEYS", "list_runs", "new_run_id", "read_run", "run_summary"]
 #: Keys of the run summary the flows return and ``fastmice --json`` prints.
 SUMMARY_KEYS = ("run_id", "kind", "parent_run", "dataset", "n_samples", "n_views",
                 "n_clusters", "n_groups", "groups_computed", "groups_reused", "work",
-                "seconds", "timings", "stages", "labels_path", "scores", "relabel", "store")
+                "seconds", "timings", "stages", "labels_path", "scores", "relabel", "store",
+                "k_candidates")
 
 
 def read_run(store: Any, run_id: str) -> dict[str, Any]:
@@ -81,6 +82,7 @@ def new_run_id(store: Any, dataset: str, run_name: str | None = None) -> str:
 def run_summary(record: dict[str, Any]) -> dict[str, Any]:
     """The summary of a run record (its keys in :data:`SUMMARY_KEYS`; scores only if known)."""
     summary = {k: record.get(k) for k in SUMMARY_KEYS}
-    if summary["scores"] is None:
-        del summary["scores"]
+    for key in ("scores", "k_candidates"):
+        if summary[key] is None:
+            del summary[key]
     return summary

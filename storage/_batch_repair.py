@@ -92,21 +92,22 @@ class BatchRepairMixin:
             raise self.damaged_error(name, damage) from None
 
     def restore(self, name: str, batch_id: int, Xs: Sequence[Any],
-                labels: Any = None) -> list[str]:
+                labels: Any = None, ids: Any = None) -> list[str]:
         """Store again the missing or corrupt files of batch ``batch_id`` from its data.
 
         ``Xs`` (and ``labels``) must be the batch's data: each file restored is checked
         against the content key the manifest records for it, and one that does not match is
-        left alone. Ids are rebuilt when the batch had the default ids (consecutive from
-        its first row). Returns what was restored (``["view 1", "ids"]``), also reported on
-        the ``storage`` logger.
+        left alone. Ids are those given, else rebuilt when the batch had the default ids
+        (consecutive from its first row). Returns what was restored (``["view 1", "ids"]``),
+        also reported on the ``storage`` logger.
         """
         manifest = self.manifest(name)
         batch = select(manifest, batch_id)[0]
         views = as_stored(Xs)
         n = views[0].shape[0]
         candidates = {f"view {v}": X for v, X in enumerate(views)}
-        candidates["ids"] = np.arange(batch["first_row"], batch["first_row"] + n, dtype=np.int64)
+        candidates["ids"] = np.arange(batch["first_row"], batch["first_row"] + n,
+                                      dtype=np.int64) if ids is None else np.asarray(ids)
         if labels is not None:
             candidates["labels"] = np.asarray(labels)
         restored = []

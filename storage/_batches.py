@@ -13,7 +13,7 @@ from storage.keys import canonical, canonical_csr, content_key, is_sparse, key_o
 from storage.rows import NpyRows, StackedRows
 
 __all__ = ["as_stored", "batch_fingerprint", "check_fits", "check_ids", "dataset_fingerprint",
-           "select", "view_info"]
+           "id_kind", "select", "view_info"]
 
 IO_THREADS = min(4, os.cpu_count() or 1)
 
@@ -124,19 +124,22 @@ def check_fits(manifest: dict[str, Any], views: list[Any]) -> None:
 def check_ids(
     manifest: dict[str, Any], ids: Any, n: int, existing: Callable[[], np.ndarray]
 ) -> np.ndarray:
-    """The new batch's ids as int64 (default: continue from ``next_id``), unique and new."""
+    """The new batch's ids, unique and new: int64 (default: continue from ``next_id``) or
+    fixed-width strings (a dataset holds ids of one kind, :func:`id_kind`)."""
     name = manifest["name"]
+    kind = manifest.get("id_kind", "int")
     if ids is None:
+        if kind == "str" and manifest["batches"]:
+            raise ValueError(f"Dataset {name!r} has string sample ids; give the new batch's "
+                             f"ids too (its id column).")
         start = manifest["next_id"]
         return np.arange(start, start + n, dtype=np.int64)
-    ids = np.asarray(ids)
-    if ids.dtype.kind not in "iu":
-        raise TypeError(f"ids must be integers (stored as int64); got dtype {ids.dtype}.")
+    ids = _as_ids(ids)
     if ids.shape != (n,):
         raise ValueError(f"ids must have shape ({n},) (one per sample); got {ids.shape}.")
-    if ids.dtype.kind == "u" and n and ids.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"ids must fit in int64; the largest is {ids.max()}.")
-    ids = ids.astype(np.int64)
+    if manifest["batches"] and id_kind(ids) != kind:
+        raise ValueError(f"The new batch has {id_kind(ids)} sample ids; dataset {name!r} has "
+                         f"{kind} ids.")
     unique, counts = np.unique(ids, return_counts=True)
     if unique.size != n:
         repeated = unique[counts > 1]
@@ -149,10 +152,33 @@ def check_ids(
         if clash.size:
             raise ValueError(
                 f"{clash.size} id(s) of the new batch already exist in dataset {name!r}, "
-                f"such as {clash[:5].tolist()}; sample ids must be unique (omit ids to "
-                f"continue from {manifest['next_id']})."
+                f"such as {clash[:5].tolist()}; sample ids must be unique"
+                + (f" (omit ids to continue from {manifest['next_id']})." if kind == "int"
+                   else ".")
             )
     return ids
+
+
+def _as_ids(ids: Any) -> np.ndarray:
+    """Ids as the store keeps them: int64, or fixed-width unicode strings."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind == "O" and all(isinstance(i, str) for i in ids.ravel()):
+        ids = ids.astype(str)
+    if ids.dtype.kind == "U":
+        if ids.size and (np.char.str_len(ids) == 0).any():
+            raise ValueError("ids hold an empty string; every sample needs an id.")
+        return ids
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"ids must be integers (stored as int64) or strings; got dtype "
+                        f"{ids.dtype}.")
+    if ids.dtype.kind == "u" and ids.size and ids.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"ids must fit in int64; the largest is {ids.max()}.")
+    return ids.astype(np.int64)
+
+
+def id_kind(ids: np.ndarray) -> str:
+    """``"str"`` for string ids, ``"int"`` for integer ones."""
+    return "str" if ids.dtype.kind == "U" else "int"
 
 
 def select(manifest: dict[str, Any], batches: int | Iterable[int] | None) -> list[dict]:

@@ -32,6 +32,7 @@ from storage._batches import (
     check_fits,
     check_ids,
     dataset_fingerprint,
+    id_kind,
     select,
     view_info,
 )
@@ -143,8 +144,9 @@ class DatasetStore(BatchRepairMixin):
         Xs : list of {ndarray, sparse matrix} of shape (n_samples, n_features_v)
             The views; numeric, same number of rows. Sparse views are stored as canonical
             CSR, dense ones as C-ordered ``.npy``; dtypes are kept.
-        ids : array-like of int of shape (n_samples,), optional
-            Unique sample ids; default ``0..n_samples-1``.
+        ids : array-like of int or str of shape (n_samples,), optional
+            Unique sample ids (int64, or strings: then every later batch gives string ids
+            too, and the manifest says ``"id_kind": "str"``); default ``0..n_samples-1``.
         labels : array-like of shape (n_samples,), optional
             Ground-truth labels, kept beside the batch (not part of the fingerprint).
 
@@ -200,9 +202,10 @@ class DatasetStore(BatchRepairMixin):
         Xs : list of {ndarray, sparse matrix} of shape (n_new, n_features_v)
             Same number of views, features per view, dtype and dense/sparse type as the
             dataset.
-        ids : array-like of int of shape (n_new,), optional
-            Unique ids not yet in the dataset; default: continue the sequence from the
-            largest id (``n..n+n_new-1`` for default ids).
+        ids : array-like of int or str of shape (n_new,), optional
+            Unique ids not yet in the dataset, of the dataset's kind (int or str); default
+            (int ids only): continue the sequence from the largest id (``n..n+n_new-1`` for
+            default ids).
         labels : array-like of shape (n_new,), optional
             Ground-truth labels of the new samples.
 
@@ -273,7 +276,10 @@ class DatasetStore(BatchRepairMixin):
         }
         manifest["batches"].append(batch)
         manifest["n_samples"] += n
-        manifest["next_id"] = max(manifest["next_id"], int(ids.max()) + 1)
+        if id_kind(ids) == "int":
+            manifest["next_id"] = max(manifest["next_id"], int(ids.max()) + 1)
+        else:
+            manifest["id_kind"] = "str"
         manifest["fingerprint"] = dataset_fingerprint(
             [b["fingerprint"] for b in manifest["batches"]]
         )
@@ -339,7 +345,7 @@ class DatasetStore(BatchRepairMixin):
         return out
 
     def load_ids(self, name: str, batches: int | Iterable[int] | None = None) -> np.ndarray:
-        """Sample ids (int64, shape (n_rows,)) of the chosen batches, in the order given."""
+        """Sample ids (int64 or str, shape (n_rows,)) of the chosen batches, in order."""
         return self._ids(self.manifest(name), batches)
 
     def _ids(self, manifest: dict[str, Any], batches: int | Iterable[int] | None) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.ingest._common import ShapeHook
+from pipeline.ingest.ids import load_tables_with_ids
 from pipeline.ingest.matlab import load_mat
 from pipeline.ingest.npz import load_npz
 from pipeline.ingest.views import load_views
@@ -24,6 +25,7 @@ from storage.activity import working
 from storage.datasets import DatasetStore, batch_fingerprint
 
 __all__ = ["VIEW_SUFFIXES", "DatasetExistsError", "default_dataset_name", "read_data",
+           "read_samples",
            "register_batch"]
 
 #: File types accepted one file per view.
@@ -86,6 +88,34 @@ def read_data(paths: Sequence[str | os.PathLike], *, on_shapes: ShapeHook | None
     return Xs, labels
 
 
+def read_samples(paths: Sequence[str | os.PathLike], *, id_column: str | None = None,
+                 on_shapes: ShapeHook | None = None
+                 ) -> tuple[list[Any], np.ndarray | None, np.ndarray | None]:
+    """:func:`read_data`, and the sample ids of the files' ``id_column`` if one is named.
+
+    Parameters
+    ----------
+    paths : sequence of path-like
+        As for :func:`read_data`; with ``id_column``, one ``.parquet``/``.csv`` file per view.
+    id_column : str, optional
+        The column holding the sample ids (integers or strings) in every file: the views'
+        rows are aligned by it (:func:`pipeline.ingest.ids.load_tables_with_ids`).
+    on_shapes : callable, optional
+
+    Returns
+    -------
+    Xs : list of views
+    labels : ndarray of shape (n_samples,) or None
+    ids : ndarray of shape (n_samples,) (int64 or str), or None without ``id_column``
+    """
+    if id_column is None:
+        return (*read_data(paths, on_shapes=on_shapes), None)
+    if not paths:
+        raise ValueError("No data given: pass one .parquet or .csv file per view.")
+    Xs, ids = load_tables_with_ids(paths, id_column, on_shapes=on_shapes)
+    return Xs, None, ids
+
+
 def default_dataset_name(paths: Sequence[str | os.PathLike]) -> str:
     """A dataset name derived from the data's file name (``Hdigit.npz`` -> ``Hdigit``).
 
@@ -113,7 +143,7 @@ def _same_views(batch: dict[str, Any], view_keys: list[str]) -> bool:
 
 
 def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | None,
-                   *, mode: str) -> tuple[dict[str, Any], bool]:
+                   *, mode: str, ids: np.ndarray | None = None) -> tuple[dict[str, Any], bool]:
     """Register views as a dataset (``mode="create"``) or as its next batch (``"append"``).
 
     Both are idempotent: creating a dataset that holds exactly these samples, or appending a
@@ -133,6 +163,9 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
         the store itself checks only their layout.
     labels : ndarray of shape (n_samples,) or None
     mode : {"create", "append"}
+    ids : ndarray of shape (n_samples,), optional
+        The samples' ids (int64 or str, as :func:`read_samples` returns them); default: the
+        store's (consecutive integers).
 
     Returns
     -------
@@ -151,7 +184,7 @@ def register_batch(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray 
     """
     validate_name(name, "dataset name")
     with working(store, f"registration of dataset {name}"), store.lock(f"dataset-{name}"):
-        return _register(store, name, Xs, labels, mode)
+        return _register(store, name, Xs, labels, mode, ids)
 
 
 class DatasetExistsError(ValueError):
@@ -181,16 +214,16 @@ class DatasetExistsError(ValueError):
 
 
 def _register(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | None,
-              mode: str) -> tuple[dict[str, Any], bool]:
+              mode: str, ids: np.ndarray | None) -> tuple[dict[str, Any], bool]:
     datasets = DatasetStore(store)
     if mode == "create":
         if not datasets.exists(name):
-            return datasets.create(name, Xs, labels=labels), True
+            return datasets.create(name, Xs, ids=ids, labels=labels), True
         manifest = datasets.manifest(name)
-        ids = np.arange(Xs[0].shape[0], dtype=np.int64)
-        first = manifest["batches"][0]["fingerprint"] == batch_fingerprint(Xs, ids)
+        given = np.arange(Xs[0].shape[0], dtype=np.int64) if ids is None else ids
+        first = manifest["batches"][0]["fingerprint"] == batch_fingerprint(Xs, given)
         if len(manifest["batches"]) == 1 and first:
-            datasets.restore(name, 0, Xs, labels)
+            datasets.restore(name, 0, Xs, labels, ids)
             return manifest, False
         raise DatasetExistsError(name, store.url, manifest, first)
     if mode == "append":
@@ -200,8 +233,9 @@ def _register(store: Any, name: str, Xs: Sequence[Any], labels: np.ndarray | Non
         manifest = datasets.manifest(name)
         view_keys = [content_key(X) for X in Xs] if len(Xs) == manifest["n_views"] else []
         for batch in manifest["batches"]:
-            if _same_views(batch, view_keys):
-                datasets.restore(name, batch["batch_id"], Xs, labels)
+            if _same_views(batch, view_keys) and \
+                    (ids is None or content_key(ids) == batch["ids"]["key"]):
+                datasets.restore(name, batch["batch_id"], Xs, labels, ids)
                 return manifest, False
-        return datasets.append(name, Xs, labels=labels), True
+        return datasets.append(name, Xs, ids=ids, labels=labels), True
     raise ValueError(f"mode={mode!r} is not valid; expected 'create' or 'append'.")

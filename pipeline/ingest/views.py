@@ -16,6 +16,7 @@ import fastmice
 from pipeline.ingest import _common as common
 from pipeline.ingest._checks import check_file
 from pipeline.ingest._common import LayoutError, PathLike, ShapeHook, SparseOption, View
+from pipeline.ingest.ids import numeric_matrix
 from storage import write_file_atomic
 from storage.rows import NpyRows
 
@@ -45,30 +46,9 @@ def _read_npz_view(p: Path) -> object:
 def _read_parquet_view(p: Path) -> np.ndarray:
     try:
         import pyarrow.parquet as pq
-        import pyarrow.types as pat
     except ImportError as exc:  # pragma: no cover - pyarrow is an optional dependency
         raise ImportError(f"Reading {p} needs pyarrow (pip install pyarrow).") from exc
-    table = pq.read_table(p)
-    numeric = [
-        f.name
-        for f in table.schema
-        if pat.is_integer(f.type) or pat.is_floating(f.type) or pat.is_boolean(f.type)
-    ]
-    if not numeric:
-        raise LayoutError(f"{p} has no numeric columns; its columns are {table.column_names}.")
-    columns = []
-    for name in numeric:
-        col = table.column(name)
-        if col.null_count:
-            raise LayoutError(f"Column {name!r} of {p} has {col.null_count} missing values.")
-        columns.append(col.to_numpy())
-    dtype = np.result_type(*columns)
-    if dtype not in (np.float32, np.float64):
-        dtype = np.float64
-    X = np.empty((table.num_rows, len(columns)), dtype=dtype)
-    for j, col in enumerate(columns):
-        X[:, j] = col
-    return X
+    return numeric_matrix(pq.read_table(p), p)
 
 
 def _read_csv_view(p: Path) -> np.ndarray:
@@ -82,6 +62,15 @@ def _read_csv_view(p: Path) -> np.ndarray:
     try:
         return np.loadtxt(p, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
     except ValueError as exc:
+        if skip:  # name the column that is not numeric
+            import pyarrow.csv as pacsv
+
+            try:
+                numeric_matrix(pacsv.read_csv(p), p)
+            except LayoutError as named:
+                raise LayoutError(f"{p} is not a numeric CSV file: {named}") from exc
+            except Exception:
+                pass
         raise LayoutError(f"{p} is not a numeric CSV file: {exc}") from exc
 
 
@@ -156,7 +145,8 @@ def load_views(
 
         * ``.npy`` -- a 2-D array (read with ``allow_pickle=False``);
         * ``.npz`` -- one scipy.sparse matrix (``scipy.sparse.save_npz``) or one array;
-        * ``.parquet`` -- all numeric columns, in order (needs pyarrow);
+        * ``.parquet`` -- its columns, in order, all numeric (a string column is refused:
+          sample ids go through :func:`pipeline.ingest.ids.load_tables_with_ids`);
         * ``.csv`` -- comma-separated numbers, with an optional header line.
     labels : str or os.PathLike, optional
         A file with the labels (same formats; one column). Overrides ``labels.npy``

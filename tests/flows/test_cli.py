@@ -73,7 +73,7 @@ ERRORS = [
      r"needs about .* GB is the limit \(--memory-limit\);.* Nothing was written\.$"),
     (["cluster", "{f}/nanviews", "--k", "4"], r"View 1 \(view1.npy\) has 1 row\(s\) with NaN"),
     (["extend", "blobs-old", "--groups", "2", "--n-jobs", "0"], r"--n-jobs 0 is not allowed"),
-    (["cluster", "{f}/nolabels.npz"], "--k is required"),
+    (["cluster", "{f}/nolabels.npz", "--k", "many"], "expected an int or 'auto'; got 'many'"),
     (["cluster", "{f}/nolabels.npz", "--k", "3", "--name", "blobs"],
      "Dataset 'blobs' already exists .* with other data"),
     (["cluster", "{f}/blobs.npz", "--name", "../escape"], "dataset name"),

