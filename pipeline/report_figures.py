@@ -14,7 +14,7 @@ import io
 
 import matplotlib
 import numpy as np
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, hsv_to_rgb
 from matplotlib.figure import Figure
 
 __all__ = ["agreement", "cluster_sizes", "colour_table", "confusion", "label_change",
@@ -30,8 +30,10 @@ def colour_table(n: int) -> np.ndarray:
         return matplotlib.colormaps["tab10"](np.arange(n))
     if n <= 20:
         return matplotlib.colormaps["tab20"](np.arange(n))
-    hues = (np.arange(n) * 0.618033988749895) % 1.0
-    return matplotlib.colormaps["hsv"](hues) * [0.85, 0.85, 0.85, 1.0]
+    steps = np.arange(n)
+    hsv = np.column_stack([(steps * 0.618033988749895) % 1.0, 0.55 + 0.15 * (steps % 3),
+                           0.95 - 0.2 * (steps // 3 % 2)])
+    return np.column_stack([hsv_to_rgb(hsv), np.ones(n)])
 
 
 def _svg(fig: Figure, name: str) -> str:
@@ -148,12 +150,13 @@ def agreement(nmi: np.ndarray, with_consensus: np.ndarray,
     if with_truth is not None:
         right.bar(np.arange(m) + width / 2, with_truth, width, color=_ORANGE,
                   label="with the true classes")
-    right.set_ylim(0, 1.05)
+    right.set_ylim(0, 1.2)
+    right.set_yticks(np.linspace(0, 1, 6))
     right.set_xlabel("base clustering (view group)")
     right.set_ylabel("NMI")
     right.set_title("Each base clustering's NMI", fontsize=10)
     _ticks(right, "x", m)
-    _legend_above(right)
+    right.legend(frameon=False, fontsize=8, loc="upper center", ncol=2)
     right.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "agreement")
 

@@ -155,3 +155,20 @@ def test_report_refuses_bad_requests_in_one_line(extended_run, tmp_path, capsys,
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_run_without_labels_has_no_confusion_matrix_and_a_bounded_map(prefect_api, store,
+                                                                        blobs):
+    from flows.pipeline import cluster_flow
+    from pipeline.ingest import register_batch
+    from pipeline.report import build_report
+
+    register_batch(store, "nolabels", blobs[0], None, mode="create")
+    run = cluster_flow(dataset="nolabels", n_clusters=K, n_groups=M, random_state=SEED,
+                       store_url=store.url, n_anchors=ANCHORS)
+    report = build_report(store, run["run_id"])
+    assert [s.title for s in report.sections] == [t for t in TITLES if t != "Confusion matrix"]
+    assert ["scores", "no ground truth"] in report.summary
+    assert report.sections[1].figure.count("<image") == 1  # by cluster only
+    bounded = build_report(store, run["run_id"], max_points=100)
+    assert bounded.sections[1].caption.startswith("100 of 600 samples (drawn at random)")
