@@ -1,18 +1,18 @@
 """The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
 
-Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``, ``fsck``,
-``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`), ``export``, ``label``
-(:mod:`cli.result_commands`); each has ``--help``. Human-readable output and a progress bar
-over view groups by default; with ``--json``, exactly one JSON object on stdout (Prefect's
-and Dask's logs go to stderr).
+Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``,
+``report``, ``fsck``, ``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`), ``export``,
+``label`` (:mod:`cli.result_commands`); each has ``--help``. Human-readable output and a
+progress bar over view groups by default; with ``--json``, exactly one JSON object on stdout
+(Prefect's and Dask's logs go to stderr).
 
 Every input is validated before anything is written, so an unreadable file, a wrong layout,
 mismatched views, a bad parameter, a bad ``--store``, an unknown run or a usage error exits
 with status 1 and a one-line message, and leaves the store as it was. What the store heals on
 the way (a corrupt file set aside, a damaged batch restored) is reported one line each, as
 ``fastmice COMMAND: warning: ...`` on stderr. ``--verbose`` shows Prefect's logs; set
-``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show``, ``append``, ``store``, ``rm``,
-``gc``, ``export`` and ``label`` never import Prefect.
+``FASTMICE_DEBUG=1`` to get tracebacks. ``runs``, ``show``, ``report``, ``append``,
+``store``, ``rm``, ``gc``, ``export`` and ``label`` never import Prefect.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from cli import commands
 from cli.engine import configure_environment
 from cli.options import add_ensemble_options, add_jobs_option
 from cli.output import Output, message, store_warnings
+from cli.report_command import add_report_arguments, cmd_report
 from cli.result_commands import add_result_parsers
 from cli.store_commands import add_store_commands
 from cli.stores import checked_store
@@ -146,6 +147,18 @@ def _add_listing(sub: argparse._SubParsersAction) -> None:
     _finish(p, commands.cmd_show)
 
 
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a run's report (HTML)",
+                       description="Write the report of RUN as one self-contained HTML file "
+                                   "that opens offline: cluster sizes, a 2-D map of the "
+                                   "samples, agreement between the base clusterings, the "
+                                   "confusion matrix (when the data carry labels), the view "
+                                   "groups, the time per stage, and what changed against the "
+                                   "run a recluster or an extend started from.")
+    add_report_arguments(p)
+    _finish(p, cmd_report)
+
+
 def _add_fsck(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fsck", help="check (and repair) the store",
                        description="Verify every checksum and every reference of the store "
@@ -177,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
     for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing,
-                _add_fsck):
+                _add_report, _add_fsck):
         add(sub)
     add_store_commands(sub, _finish)
     add_result_parsers(sub, _finish)

@@ -5,7 +5,8 @@ groups; per group, fanned out on the flow's task runner depth first (:mod:`flows
 a group's steps follow each other, as many groups at once as the runner has workers), build
 the graph on the anchor batches, place every later batch with the group's anchors and
 compute the base clustering; wait for every group; then the consensus, and the results
-(labels table, scores, run record, Prefect artifacts).
+(labels table, scores, run record, Prefect artifacts: a summary, the scores, the cluster
+sizes and the run's report, :mod:`pipeline.report`).
 
 Every task reuses what the store already holds (:mod:`pipeline.reuse`), so a rerun computes
 nothing, a run killed at any point resumes with the unfinished groups only, ``extend``
@@ -36,7 +37,7 @@ from pipeline.runs import new_run_id, run_summary
 from storage import open_store, utc_now
 from storage.activity import working
 from tasks.consensus import consensus
-from tasks.results import report_run, write_results
+from tasks.results import report_artifact, report_run, write_results
 from tasks.specs import draw_groups
 
 __all__ = ["GroupsFailedError", "cluster_flow", "extend_flow", "recluster_flow", "run_plan"]
@@ -93,6 +94,7 @@ def _execute(store_url: str, plan: Plan, run_id: str, started: float,
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,
                                                  started, created, groups_seconds), plan.data)
     report_run(record)
+    report_artifact(store_url, run_id, plan.dataset)
     return record
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from prefect import task
+from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+from pipeline.report import build_report
+from pipeline.report_render import report_markdown
 from pipeline.results import finish_run
 from storage import open_store
 from tasks._options import TASK_OPTIONS
 
-__all__ = ["artifact_key", "report_run", "write_results"]
+__all__ = ["artifact_key", "report_artifact", "report_run", "write_results"]
 
 
 def artifact_key(dataset: str, what: str) -> str:
@@ -57,3 +59,23 @@ def report_run(record: dict[str, Any]) -> None:
         f"* {record['seconds']:.1f} s; labels in `{record['labels_path']}`\n"
         + (f"* scores: {scores}\n" if scores else ""),
         key=artifact_key(dataset, "summary"), description=f"Summary of run {run_id}.")
+
+
+@task(name="run-report", **TASK_OPTIONS)
+def report_artifact(store_url: str, run_id: str, dataset: str) -> bool:
+    """The run's report (:func:`pipeline.report.build_report`) as a Prefect markdown artifact,
+    its figures inline as SVG images; whether it was made.
+
+    The run is finished and stored before this runs: a report that cannot be drawn is
+    logged as a warning and does not fail the run (``fastmice report RUN`` draws it again).
+    """
+    try:
+        report = build_report(open_store(store_url), run_id)
+    except Exception as exc:  # the labels are stored: never fail a finished run for a figure
+        get_run_logger().warning("run %s: no report artifact (%s: %s); `fastmice report %s` "
+                                 "draws it again", run_id, type(exc).__name__, exc, run_id)
+        return False
+    create_markdown_artifact(report_markdown(report), key=artifact_key(dataset, "report"),
+                             description=f"Report of run {run_id} (`fastmice report {run_id}` "
+                                         f"writes it as one HTML file).")
+    return True

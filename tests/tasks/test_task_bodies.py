@@ -200,7 +200,7 @@ def test_prefect_keeps_no_result_cache():
 
     every = [specs.draw_groups, graphs.build_graph, graphs.transform_graph,
              consensus_tasks.base_cluster, consensus_tasks.consensus, results.write_results,
-             results.report_run]
+             results.report_run, results.report_artifact]
     assert all(task.cache_policy is NO_CACHE for task in every)
 
 

@@ -29,7 +29,7 @@ LAYERS = {
 THIRD_PARTY = {
     "fastmice": {"numpy", "scipy", "sklearn", "joblib", "threadpoolctl"},
     "storage": {"numpy", "scipy", "pyarrow", "fsspec"},
-    "pipeline": {"numpy", "scipy", "pyarrow"},
+    "pipeline": {"numpy", "scipy", "pyarrow", "matplotlib"},
 }
 #: Packages only the orchestration layers (tasks, flows, cli) may import.
 PREFECT = {"prefect", "prefect_dask", "distributed", "dask"}

@@ -1,0 +1,55 @@
+"""``fastmice report RUN [--out FILE.html]``: a run's report as one self-contained HTML file.
+
+Reads the run from the store and writes its report (:mod:`pipeline.report`): cluster sizes,
+a 2-D map of the samples, agreement between base clusterings, the confusion matrix when the
+data carry labels, the view groups, the time per stage, and what changed against the run a
+recluster or an extend started from. Never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from cli.output import CommandError, Output
+from storage import open_store, validate_name
+
+__all__ = ["add_report_arguments", "cmd_report"]
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``fastmice report`` (the shared options are added by the caller)."""
+    parser.add_argument("run", metavar="RUN")
+    parser.add_argument("--out", metavar="FILE.html",
+                        help="where to write the report (default: ./RUN.html)")
+    parser.add_argument("--max-points", type=int, default=None, metavar="N",
+                        help="most samples drawn on the map (default: 20000)")
+
+
+def _checked_out(path: str | None, run_id: str) -> Path:
+    out = Path(path) if path is not None else Path(f"{run_id}.html")
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise CommandError(f"--out {out}: expected an .html file name.")
+    if out.is_dir():
+        raise CommandError(f"--out {out} is a directory; give a file name.")
+    if not out.absolute().parent.is_dir():
+        raise CommandError(f"--out {out}: folder {out.absolute().parent} does not exist.")
+    return out
+
+
+def cmd_report(args: argparse.Namespace, output: Output) -> None:
+    """Write the report of RUN as one HTML file that opens offline (no Prefect)."""
+    # Imported here so that the other commands do not pay for importing matplotlib.
+    from pipeline.report import MAX_MAP_POINTS, write_report
+
+    validate_name(args.run, "run id")
+    out = _checked_out(args.out, args.run)
+    max_points = MAX_MAP_POINTS if args.max_points is None else args.max_points
+    if max_points < 2:
+        raise CommandError(f"--max-points {max_points} must be >= 2.")
+    store = open_store(args.store)
+    path = write_report(store, args.run, out, max_points=max_points)
+    result = {"run_id": args.run, "report_path": str(path), "bytes": path.stat().st_size,
+              "store": store.url}
+    output.result(result, f"report     {path} ({path.stat().st_size / 1e3:,.0f} kB)\n"
+                          f"open it    in any browser; it needs no network\n")
