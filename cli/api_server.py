@@ -26,8 +26,9 @@ from cli.embedded_api import guard_server, registry
 from cli.output import CommandError
 from cli.prefect_home import foreign_database
 
-__all__ = ["check_database", "database_path", "failure_message", "foreign_database_message",
-           "healthy", "launch", "pick_port", "start_server"]
+__all__ = ["check_database", "check_port", "database_path", "failure_message",
+           "foreign_database_message", "healthy", "launch", "pick_port", "port_message",
+           "start_server"]
 
 _FIX = ("use a Prefect home of its own (FASTMICE_PREFECT_HOME=DIR, or PREFECT_HOME=DIR), "
         "upgrade Prefect, or set PREFECT_API_URL to a running server")
@@ -66,6 +67,13 @@ def check_database(home: str | os.PathLike[str]) -> None:
         raise CommandError(foreign_database_message(db, revision))
 
 
+def port_message(port: int, reason: str | None) -> str:
+    """One line: the API server cannot listen on ``port``, and what to do."""
+    return (f"Prefect's embedded API server cannot listen on 127.0.0.1:{port} "
+            f"({(reason or 'address in use').lower()}): set FASTMICE_API_PORT to a free port or "
+            f"unset it, or set PREFECT_API_URL to a running server.")
+
+
 def failure_message(log: Path, status: int, port: int, home: str) -> str:
     """One line saying why the server exited, from its log."""
     text = log.read_text(errors="replace") if log.exists() else ""
@@ -74,9 +82,7 @@ def failure_message(log: Path, status: int, port: int, home: str) -> str:
     if revision:
         return foreign_database_message(db, revision[1])
     if re.search(r"address already in use|error while attempting to bind", text, re.I):
-        return (f"Prefect's embedded API server cannot listen on 127.0.0.1:{port} (address "
-                f"already in use): set FASTMICE_API_PORT to a free port or unset it, or set "
-                f"PREFECT_API_URL to a running server.")
+        return port_message(port, "address already in use")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = lines[-1] if lines else "no output"
     return (f"Prefect's embedded API server exited at start-up (status {status}): {last} "
@@ -113,11 +119,24 @@ def healthy(url: str) -> bool:
         return False
 
 
+def check_port() -> int | None:
+    """Refuse, in one line, a ``FASTMICE_API_PORT`` that is in use now; the port (or None)."""
+    setting = os.environ.get("FASTMICE_API_PORT")
+    if not setting:
+        return None
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", int(setting)))
+        except OSError as exc:
+            raise CommandError(port_message(int(setting), exc.strerror)) from None
+    return int(setting)
+
+
 def pick_port(server: Any = None) -> int:
     """``FASTMICE_API_PORT``, else a free port (of Prefect's range, given its ``server``)."""
     setting = os.environ.get("FASTMICE_API_PORT")
     if setting:
-        return int(setting)
+        return check_port()
     if server is not None:
         return server.find_available_port()
     with socket.socket() as probe:

@@ -88,11 +88,12 @@ def start_embedded_api() -> None:
     if _api_start is not None or api_configured():
         return  # started, or a server is set: no need to import the server's code (~2.5 s)
     if shared_api():
-        from cli.api_server import check_database
+        from cli.api_server import check_database, check_port
         from cli.shared_api import join_shared_server
 
         home = os.environ.get("PREFECT_HOME") or os.path.expanduser("~/.prefect")
         check_database(home)
+        check_port()
         timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", 120))
 
         def join() -> None:  # Prefect is imported only after this, by run_flow
@@ -108,10 +109,11 @@ def start_embedded_api() -> None:
 
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return
-    from cli.api_server import check_database, start_server
+    from cli.api_server import check_database, check_port, start_server
 
     home = str(PREFECT_HOME.value())
     check_database(home)  # before the server's code is imported (seconds on a busy machine)
+    check_port()
     # Imported here, in the main thread: importing prefect from two threads at once can
     # hand one of them a partially initialised module.
     from prefect.server.api.server import SubprocessASGIServer
