@@ -17,7 +17,7 @@ from storage.locks import owner_alive
 
 pytestmark = [pytest.mark.slow]
 
-IDLE = 5  # seconds
+IDLE = 40  # seconds: longer than a command takes to start on 2 loaded cores
 
 
 def _wait(check, timeout: float) -> bool:
