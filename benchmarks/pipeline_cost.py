@@ -28,6 +28,7 @@ unless ``--keep``). Try it scaled down first::
 
     python benchmarks/pipeline_cost.py --n-samples 5000 --k 20
     python benchmarks/pipeline_cost.py                      # the full benchmark
+    python benchmarks/pipeline_cost.py --ratios             # a session of commands on Hdigit
 """
 
 from __future__ import annotations
@@ -302,6 +303,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="keep the artifact stores in the work dir (default: delete them)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--library-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--ratios", action="store_true",
+                   help="instead: the fixed-cost split and the ratios of a session of "
+                        "commands on Hdigit (benchmarks/_ratios.py)")
+    p.add_argument("--repeats", type=int, default=3, help="A/B pairs with --ratios")
     args = p.parse_args(argv)
     if args.n_samples < args.tiny or args.tiny < 20:
         p.error(f"--tiny={args.tiny} must be >= 20 and <= --n-samples={args.n_samples}")
@@ -311,6 +316,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns 0 when every bar passes."""
     args = parse_args(argv)
+    if args.ratios:
+        from _ratios import main as ratios_main
+
+        return ratios_main(args.repeats)
     if args.library_only:
         print(json.dumps(library_fit(args.data_dir, args.k, args.groups, args.seed,
                                      args.library_jobs)))

@@ -11,11 +11,14 @@ and its fix, or the port), a server that does not answer within the timeout like
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,9 @@ from cli.embedded_api import guard_server, registry
 from cli.output import CommandError
 from cli.prefect_home import foreign_database
 
-__all__ = ["database_path", "foreign_database_message", "start_server"]
+__all__ = ["check_database", "check_port", "database_path", "failure_message",
+           "foreign_database_message", "healthy", "launch", "pick_port", "port_message",
+           "start_server"]
 
 _FIX = ("use a Prefect home of its own (FASTMICE_PREFECT_HOME=DIR, or PREFECT_HOME=DIR), "
         "upgrade Prefect, or set PREFECT_API_URL to a running server")
@@ -31,10 +36,14 @@ _FIX = ("use a Prefect home of its own (FASTMICE_PREFECT_HOME=DIR, or PREFECT_HO
 
 def database_path(home: str | os.PathLike[str]) -> Path | None:
     """The SQLite file of the API's database (None for another database)."""
-    from prefect.settings import get_current_settings
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import get_current_settings
 
-    url = get_current_settings().server.database.connection_url
-    text = url.get_secret_value() if url is not None else None
+        url = get_current_settings().server.database.connection_url
+        text = url.get_secret_value() if url is not None else None
+    else:  # fastmice's own home: only the environment can name another database
+        text = (os.environ.get("PREFECT_SERVER_DATABASE_CONNECTION_URL")
+                or os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL"))
     if text is None:
         return Path(home) / "prefect.db"
     if not text.startswith("sqlite"):
@@ -44,10 +53,10 @@ def database_path(home: str | os.PathLike[str]) -> Path | None:
 
 def foreign_database_message(db: Path, revision: str) -> str:
     """One line: the database ``db`` was migrated by another Prefect, and what to do."""
-    import prefect
+    from importlib.metadata import version
 
     return (f"Prefect's database {db} was migrated by another (newer) Prefect version "
-            f"(revision {revision}, unknown to prefect {prefect.__version__}): {_FIX}.")
+            f"(revision {revision}, unknown to prefect {version('prefect')}): {_FIX}.")
 
 
 def check_database(home: str | os.PathLike[str]) -> None:
@@ -58,7 +67,14 @@ def check_database(home: str | os.PathLike[str]) -> None:
         raise CommandError(foreign_database_message(db, revision))
 
 
-def _failure(log: Path, status: int, port: int, home: str) -> str:
+def port_message(port: int, reason: str | None) -> str:
+    """One line: the API server cannot listen on ``port``, and what to do."""
+    return (f"Prefect's embedded API server cannot listen on 127.0.0.1:{port} "
+            f"({(reason or 'address in use').lower()}): set FASTMICE_API_PORT to a free port or "
+            f"unset it, or set PREFECT_API_URL to a running server.")
+
+
+def failure_message(log: Path, status: int, port: int, home: str) -> str:
     """One line saying why the server exited, from its log."""
     text = log.read_text(errors="replace") if log.exists() else ""
     revision = re.search(r"Can't locate revision identified by '(\w+)'", text)
@@ -66,55 +82,82 @@ def _failure(log: Path, status: int, port: int, home: str) -> str:
     if revision:
         return foreign_database_message(db, revision[1])
     if re.search(r"address already in use|error while attempting to bind", text, re.I):
-        return (f"Prefect's embedded API server cannot listen on 127.0.0.1:{port} (address "
-                f"already in use): set FASTMICE_API_PORT to a free port or unset it, or set "
-                f"PREFECT_API_URL to a running server.")
+        return port_message(port, "address already in use")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = lines[-1] if lines else "no output"
     return (f"Prefect's embedded API server exited at start-up (status {status}): {last} "
             f"(database {db}; log {log}); {_FIX}.")
 
 
-def _launch(port: int, log: Path) -> subprocess.Popen[Any]:
-    """The server process Prefect would start, with its output in ``log``."""
-    import prefect
-    from prefect.settings import get_current_settings
-
+def launch(port: int, log: Path, detached: bool = False) -> subprocess.Popen[Any]:
+    """The server process Prefect would start, with its output in ``log`` (in a session of
+    its own if ``detached``: a Ctrl-C of the command's terminal does not reach it). Prefect
+    need not be imported (its settings, if it is, are passed on as Prefect does)."""
+    spec = importlib.util.find_spec("prefect")
+    app_dir = Path(next(iter(spec.submodule_search_locations))).parent if spec else Path()
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-           "PREFECT__SERVER_FINAL": "1",
-           **get_current_settings().to_environment_variables(exclude_unset=True)}
+           "PREFECT__SERVER_FINAL": "1"}
+    if "prefect.settings" in sys.modules:
+        from prefect.settings import get_current_settings
+
+        env.update(get_current_settings().to_environment_variables(exclude_unset=True))
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent),
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(app_dir),
              "--factory", "prefect.server.api.server:create_app", "--host", "127.0.0.1",
              "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=detached)
 
 
-def _healthy(url: str) -> bool:
-    import httpx
-
+def healthy(url: str) -> bool:
+    """Whether the API at ``url`` answers its health check."""
     try:
-        return httpx.get(f"{url}/health", timeout=2).status_code == 200
-    except httpx.HTTPError:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return response.status == 200
+    except (OSError, ValueError):
         return False
+
+
+def check_port() -> int | None:
+    """Refuse, in one line, a ``FASTMICE_API_PORT`` that is in use now; the port (or None)."""
+    setting = os.environ.get("FASTMICE_API_PORT")
+    if not setting:
+        return None
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", int(setting)))
+        except OSError as exc:
+            raise CommandError(port_message(int(setting), exc.strerror)) from None
+    return int(setting)
+
+
+def pick_port(server: Any = None) -> int:
+    """``FASTMICE_API_PORT``, else a free port (of Prefect's range, given its ``server``)."""
+    setting = os.environ.get("FASTMICE_API_PORT")
+    if setting:
+        return check_port()
+    if server is not None:
+        return server.find_available_port()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def start_server(server: Any, home: str, timeout: float) -> None:
     """Start ``server`` (the ``SubprocessASGIServer`` Prefect's client uses) and wait until
     it answers; raise :class:`CommandError` in one line as soon as it exits, or after
     ``timeout`` seconds. ``FASTMICE_API_PORT`` fixes its port."""
-    port_setting = os.environ.get("FASTMICE_API_PORT")
-    port = int(port_setting) if port_setting else server.find_available_port()
+    port = pick_port(server)
     folder = registry(home)
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"server-{os.getpid()}.log"
     log.unlink(missing_ok=True)
-    process = _launch(port, log)
+    process = launch(port, log)
     guard_server(process.pid, home)
     server.port, server.server_process, server.running = port, process, True
     deadline = time.monotonic() + timeout
-    while not _healthy(server.api_url):
+    while not healthy(server.api_url):
         status = process.poll()
         if status is not None or time.monotonic() > deadline:
             server.stop()
@@ -122,7 +165,7 @@ def start_server(server: Any, home: str, timeout: float) -> None:
                 raise CommandError(f"Prefect's embedded API server gave no answer within "
                                    f"{timeout:.0f} s (log {log}); set PREFECT_API_URL to a "
                                    f"running server, or retry on a less loaded machine.")
-            raise CommandError(_failure(log, status, port, home))
+            raise CommandError(failure_message(log, status, port, home))
         time.sleep(0.1)
     atexit.register(server.stop)
     atexit.register(log.unlink, missing_ok=True)

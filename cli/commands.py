@@ -17,11 +17,12 @@ from typing import Any
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text
+from cli.stored import stored_answer, stored_note
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
 from pipeline.params import ensemble_params
-from pipeline.plans import plan_extend, plan_recluster
+from pipeline.plans import plan_cluster, plan_extend, plan_recluster
 from pipeline.resources import check_memory, parse_size
 from pipeline.results import export_labels, labels_damage, rebuild_labels
 from pipeline.runs import list_runs, new_run_id, read_run, run_summary
@@ -64,7 +65,8 @@ def _finish(store: Any, summary: dict[str, Any], out: Path | None, output: Outpu
     """Copy the labels to ``--out`` (labels_path then points there) and print the summary."""
     if out is not None:
         summary["labels_path"] = str(export_labels(store, summary["run_id"], out))
-    output.result(summary, run_text(summary))
+    note = stored_note(summary) if summary.get("answered_from_store") else ""
+    output.result(summary, run_text(summary) + note)
 
 
 def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
@@ -92,15 +94,20 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         check_dask(args.dask)
         if args.run_name is not None:
             new_run_id(store, name, args.run_name)
-        start_embedded_api()  # the input is valid: start Prefect while the data are stored
+        new_dataset = not DatasetStore(store).exists(name)
+        if new_dataset:  # nothing can be stored yet: start Prefect while the data are stored
+            start_embedded_api()
         try:
             _, registered = register_batch(store, name, Xs, labels, mode="create", ids=ids)
         except DatasetExistsError as exc:
             raise CommandError(exc.render(shlex.join(args.data))) from None
         del Xs
+        summary = None if new_dataset or args.run_name else stored_answer(
+            store, plan_cluster(store, name, **values))
         n_jobs = values.pop("n_jobs")
-        summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
-                           store_url=store.url, run_name=args.run_name, **values)
+        if summary is None:
+            summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
+                               store_url=store.url, run_name=args.run_name, **values)
         summary["dataset_registered"] = registered
         _finish(store, summary, out, output)
 
@@ -113,8 +120,9 @@ def cmd_extend(args: argparse.Namespace, output: Output) -> None:
     _check_memory(args, plan.params, plan.data["n_samples"], plan.data["n_features"])
     check_dask(args.dask)
     with output.redirected():
-        summary = run_flow("extend_flow", output, args.n_jobs, args.dask, run_id=args.run,
-                           n_groups=args.groups, store_url=store.url)
+        summary = stored_answer(store, plan) or run_flow(
+            "extend_flow", output, args.n_jobs, args.dask, run_id=args.run,
+            n_groups=args.groups, store_url=store.url)
         _finish(store, summary, out, output)
 
 

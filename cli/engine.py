@@ -15,7 +15,7 @@ from typing import Any
 
 from cli.embedded_api import reap_stale_servers
 from cli.output import CommandError, Output, ProgressBar
-from cli.prefect_home import choose_prefect_home
+from cli.prefect_home import api_configured, choose_prefect_home
 
 __all__ = ["check_dask", "configure_environment", "run_flow", "start_embedded_api"]
 
@@ -23,7 +23,9 @@ __all__ = ["check_dask", "configure_environment", "run_flow", "start_embedded_ap
 def configure_environment(verbose: bool) -> None:
     """Quiet, robust defaults for Prefect and Dask, and Prefect's home (set before they are
     imported)."""
-    choose_prefect_home()  # a Prefect home of fastmice's own unless the user chose one
+    global _own_home
+    # A Prefect home of fastmice's own unless the user chose one.
+    _own_home = choose_prefect_home() is not None
     level = "INFO" if verbose else "CRITICAL"
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", level)
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL", level)
@@ -57,34 +59,61 @@ def check_dask(address: str | None) -> None:
 
 _api_start: threading.Thread | None = None
 _api_failure: list[BaseException] = []
+_own_home = False
+
+
+def shared_api() -> bool:
+    """Whether commands share one local API server (:mod:`cli.shared_api`):
+    ``FASTMICE_SHARED_API`` (1 or 0), by default only in fastmice's own Prefect home."""
+    setting = os.environ.get("FASTMICE_SHARED_API")
+    return _own_home if setting is None else setting not in ("0", "", "false", "no")
 
 
 def start_embedded_api() -> None:
-    """Start Prefect's embedded API server now, in the background, if no server is set.
+    """Start Prefect's API server now, in the background, if no server is set.
 
-    The server is a subprocess that takes seconds to be ready; started while the data are
-    copied into the store, it is ready sooner. :func:`run_flow` waits for it and reports,
-    in one line, a server that could not start (:mod:`cli.api_server`). A SQLite database
-    that this Prefect cannot open is refused here, before anything is written. The server
-    lives no longer than this command, however the command ends (:mod:`cli.embedded_api`),
-    and a server left by an earlier command is stopped first.
+    The server takes seconds to be ready; started while the data are copied into the
+    store, it is ready sooner. :func:`run_flow` waits for it and reports, in one line, a
+    server that could not start (:mod:`cli.api_server`). A SQLite database that this
+    Prefect cannot open is refused here, before anything is written.
+
+    * Shared (:func:`shared_api`): the local server that commands share is joined, or
+      started, before Prefect is imported, and ``PREFECT_API_URL`` points at it
+      (:mod:`cli.shared_api`); it stops itself when idle.
+    * Otherwise the command's own embedded server, which lives no longer than the command,
+      however it ends (:mod:`cli.embedded_api`); a server left by an earlier command is
+      stopped first.
     """
     global _api_start
-    if _api_start is not None:
+    if _api_start is not None or api_configured():
+        return  # started, or a server is set: no need to import the server's code (~2.5 s)
+    if shared_api():
+        from cli.api_server import check_database, check_port
+        from cli.shared_api import join_shared_server
+
+        home = os.environ.get("PREFECT_HOME") or os.path.expanduser("~/.prefect")
+        check_database(home)
+        check_port()
+        timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", 120))
+
+        def join() -> None:  # Prefect is imported only after this, by run_flow
+            os.environ["PREFECT_API_URL"] = join_shared_server(home, timeout)
+
+        _start_in_background(join)
         return
     from prefect.settings import (
-        PREFECT_API_URL,
         PREFECT_HOME,
         PREFECT_SERVER_EPHEMERAL_ENABLED,
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
     )
 
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return  # a server is set: no need to import the server's code (~2.5 s)
-    from cli.api_server import check_database, start_server
+    if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+    from cli.api_server import check_database, check_port, start_server
 
     home = str(PREFECT_HOME.value())
     check_database(home)  # before the server's code is imported (seconds on a busy machine)
+    check_port()
     # Imported here, in the main thread: importing prefect from two threads at once can
     # hand one of them a partially initialised module.
     from prefect.server.api.server import SubprocessASGIServer
@@ -95,12 +124,22 @@ def start_embedded_api() -> None:
     def start() -> None:
         with contextlib.suppress(OSError):
             reap_stale_servers(home)
+        start_server(server, home, timeout)
+
+    _start_in_background(start)
+
+
+def _start_in_background(start: Any) -> None:
+    """Run ``start()`` in a thread; :func:`wait_for_api` joins it and raises its failure."""
+    global _api_start
+
+    def guarded() -> None:
         try:
-            start_server(server, home, timeout)
+            start()
         except BaseException as exc:
             _api_failure.append(exc)
 
-    _api_start = threading.Thread(target=start, name="fastmice-api-start", daemon=True)
+    _api_start = threading.Thread(target=guarded, name="fastmice-api-start", daemon=True)
     _api_start.start()
 
 

@@ -21,8 +21,8 @@ import tomllib
 from collections.abc import MutableMapping
 from pathlib import Path
 
-__all__ = ["choose_prefect_home", "default_home", "foreign_database", "known_revisions",
-           "user_chose_prefect"]
+__all__ = ["api_configured", "choose_prefect_home", "default_home", "foreign_database",
+           "known_revisions", "user_chose_prefect"]
 
 #: Settings that say the user chose where Prefect's API or database is.
 _USER_CHOICES = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH",
@@ -35,19 +35,36 @@ def default_home(environ: MutableMapping[str, str] = os.environ) -> Path:
     return Path(chosen).expanduser() if chosen else Path.home() / ".fastmice" / "prefect"
 
 
+def _active_profile(path: Path, environ: MutableMapping[str, str]) -> dict[str, object]:
+    """The settings of the active profile in the profiles file ``path`` ({} if none)."""
+    try:
+        config = tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    active = environ.get("PREFECT_PROFILE") or config.get("active", "ephemeral")
+    settings = config.get("profiles", {}).get(active, {})
+    return settings if isinstance(settings, dict) else {}
+
+
+def api_configured(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Whether a Prefect server is set (``PREFECT_API_URL`` in the environment or in the
+    active profile): then every run goes through a flow, so that it shows in that server."""
+    if environ.get("PREFECT_API_URL"):
+        return True
+    files = [environ.get("PREFECT_PROFILES_PATH"),
+             environ.get("PREFECT_HOME") and str(Path(environ["PREFECT_HOME"]) / "profiles.toml"),
+             str(Path.home() / ".prefect" / "profiles.toml")]
+    return any(_active_profile(Path(f).expanduser(), environ).get("PREFECT_API_URL")
+               for f in files if f)
+
+
 def user_chose_prefect(environ: MutableMapping[str, str] = os.environ) -> bool:
     """Whether the environment or the active profile of ``~/.prefect/profiles.toml`` sets
     Prefect's API, home or database (then fastmice leaves Prefect's settings alone)."""
     if any(environ.get(name) for name in _USER_CHOICES):
         return True
-    profiles = Path.home() / ".prefect" / "profiles.toml"
-    try:
-        config = tomllib.loads(profiles.read_text())
-    except (OSError, ValueError):
-        return False
-    active = config.get("active", "ephemeral")
-    settings = config.get("profiles", {}).get(active, {})
-    return isinstance(settings, dict) and any(name in settings for name in _USER_CHOICES)
+    settings = _active_profile(Path.home() / ".prefect" / "profiles.toml", environ)
+    return any(name in settings for name in _USER_CHOICES)
 
 
 def choose_prefect_home(environ: MutableMapping[str, str] = os.environ) -> Path | None:

@@ -1,0 +1,147 @@
+"""``pipeline_cost.py --ratios``: what a command costs against its work, on Hdigit, in one
+session of commands (fastmice's own Prefect home, which shares one local API server; no
+``PREFECT_API_URL``), local store and a local S3-compatible server (``infra/s3_local.sh``).
+
+Prints the fixed-cost split (imports, the first and a later command's start-up, the flow)
+and the ratios of issue 22, item 2:
+
+* a command whose every step is stored, against ``fastmice runs`` (bar 2x), on a local
+  store and on the S3 server (S3 against local: bar 2x);
+* ``fastmice cluster`` with nothing stored, from the second command of the session on,
+  against the library's fit + 5 s;
+* ``append`` of a 10 % batch + ``recluster`` against a fresh ``cluster`` of the union
+  (bar 0.5x, wall).
+
+Alternating A/B pairs (``--repeats``) give medians.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _measure import run_measured
+
+REPO = Path(__file__).resolve().parents[1]
+HDIGIT = REPO.parent / "shared" / "datasets" / "Hdigit.npz"
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PREFECT_") and k != "FASTMICE_STORE"}
+    env.update(FASTMICE_PREFECT_HOME=str(work / "own-home"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    return env
+
+
+def _split(work: Path) -> tuple[Path, Path, Path]:
+    """Hdigit, and its first 90 % and last 10 % as .npz files of the same layout."""
+    with np.load(HDIGIT) as z:
+        arrays = {name: z[name] for name in z.files}
+    n = arrays["labels"].shape[0]
+    cut = n - n // 10
+    base, batch = work / "base.npz", work / "batch.npz"
+    np.savez(base, **{k: v[:cut] for k, v in arrays.items()})
+    np.savez(batch, **{k: v[cut:] for k, v in arrays.items()})
+    return HDIGIT, base, batch
+
+
+def _library(data: Path) -> float:
+    code = ("import time, numpy as np; from fastmice import FastMICE; "
+            "z = np.load(sys.argv[1]); Xs = [z[f] for f in sorted(z.files) if f != 'labels']; "
+            "k = len(set(z['labels'].tolist())); t = time.perf_counter(); "
+            "FastMICE(k, random_state=0, n_jobs=2).fit(Xs); print(time.perf_counter() - t)")
+    out = subprocess.run([sys.executable, "-c", "import sys; " + code, str(data)], cwd=REPO,
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    return float(out.stdout.split()[-1])
+
+
+def _s3(work: Path) -> dict[str, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(["bash", str(REPO / "infra" / "s3_local.sh"), "start", "--port", str(port),
+                    "--dir", str(work / "s3")], check=True, capture_output=True)
+    return {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "x",
+            "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def ratios(repeats: int = 3, timeout: float = 1800) -> dict[str, Any]:
+    """Run the session; the figures and ratios."""
+    work = Path(tempfile.mkdtemp(prefix="fastmice-ratios-"))
+    env, logs = _env(work), work / "logs"
+    logs.mkdir()
+    union, base, batch = _split(work)
+    local, remote = str(work / "store"), "s3://fastmice/ratios"
+    cli = [sys.executable, "-m", "cli"]
+    count = iter(range(1000))
+
+    def run(args: list[str], extra: dict[str, str] | None = None) -> Any:
+        m = run_measured(f"{next(count):02d}-{args[0]}", [*cli, *args, "--json"],
+                         {**env, **(extra or {})}, logs, timeout)
+        if m.returncode != 0:
+            raise RuntimeError(f"{args}: status {m.returncode}; see {m.log}")
+        return m
+
+    imports = {m: run_measured(f"import-{m}", ["-c", f"import {m}"], env, logs, 600).seconds
+               for m in ("cli.main", "flows.pipeline")}
+    first = run(["cluster", str(base), "--name", "base", "--store", local])
+    fresh = run(["cluster", str(union), "--name", "union", "--store", local])
+    pairs = [(run(["runs", "--store", local]).seconds,
+              run(["cluster", str(base), "--name", "base", "--store", local]).seconds)
+             for _ in range(repeats)]
+    appended = run(["append", "base", str(batch), "--store", local])
+    reclustered = run(["recluster", "base", "--store", local])
+    library = _library(union)
+    s3 = _s3(work)
+    try:
+        s3_first = run(["cluster", str(base), "--name", "base", "--store", remote], s3)
+        s3_stored = [run(["cluster", str(base), "--name", "base", "--store", remote],
+                         s3).seconds for _ in range(repeats)]
+    finally:
+        subprocess.run(["bash", str(REPO / "infra" / "s3_local.sh"), "stop", "--dir",
+                        str(work / "s3")], check=False, capture_output=True)
+    runs_s = statistics.median(p[0] for p in pairs)
+    stored_s = statistics.median(p[1] for p in pairs)
+    incremental = appended.seconds + reclustered.seconds
+    return {
+        "load": os.getloadavg()[0], "work": str(work),
+        "imports_s": imports,
+        "first_cluster": {"wall_s": first.seconds, "flow_s": first.output["seconds"]},
+        "fresh_cluster_second_command": {"wall_s": fresh.seconds,
+                                         "flow_s": fresh.output["seconds"],
+                                         "outside_flow_s": fresh.seconds
+                                         - fresh.output["seconds"]},
+        "library_fit_s": library,
+        "runs_s": runs_s, "stored_answer_s": stored_s,
+        "stored_vs_runs": stored_s / runs_s,
+        "fresh_minus_fit_s": fresh.seconds - library,
+        "append_s": appended.seconds, "recluster_s": reclustered.seconds,
+        "recluster_flow_s": reclustered.output["seconds"],
+        "incremental_vs_fresh": incremental / fresh.seconds,
+        "s3_first_cluster_s": s3_first.seconds,
+        "s3_stored_answer_s": statistics.median(s3_stored),
+        "s3_vs_local_stored": statistics.median(s3_stored) / stored_s,
+        "bars": {"stored <= 2x runs": stored_s <= 2 * runs_s,
+                 "S3 stored <= 2x local": statistics.median(s3_stored) <= 2 * stored_s,
+                 "fresh <= fit + 5 s": fresh.seconds <= library + 5,
+                 "append+recluster <= 0.5x fresh": incremental <= 0.5 * fresh.seconds},
+    }
+
+
+def main(repeats: int) -> int:
+    started = time.time()
+    report = ratios(repeats)
+    report["benchmark_s"] = time.time() - started
+    print(json.dumps(report, indent=2))
+    return 0 if all(report["bars"].values()) else 1

@@ -1,0 +1,73 @@
+"""A command whose every step is stored answers from the store, without Prefect, unless a
+Prefect server is set (then the flow runs, so that the run shows in its UI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.ingest import save_views_dir
+from pipeline.runs import list_runs
+from storage import open_store
+
+pytestmark = [pytest.mark.flows, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+NO_PREFECT = """
+import sys
+from cli.main import main
+status = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("prefect", "tasks", "flows"))
+assert not loaded, loaded
+sys.exit(status)
+"""
+
+
+def _run(argv: list[str], api_url: str | None, script: str | None = None) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for name in ("PREFECT_API_URL", "FASTMICE_STORE", "FASTMICE_DEBUG"):
+        env.pop(name, None)
+    if api_url is not None:
+        env["PREFECT_API_URL"] = api_url
+    command = [sys.executable, "-c", script] if script else [sys.executable, "-m", "cli"]
+    result = subprocess.run([*command, *argv, "--json"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+def test_a_stored_run_is_answered_without_prefect_unless_a_server_is_set(prefect_api,
+                                                                          tmp_path, blobs):
+    Xs, y = blobs
+    save_views_dir(tmp_path / "blobs", Xs, y)
+    store = tmp_path / "store"
+    cluster = ["cluster", str(tmp_path / "blobs"), "--k", "4", "--groups", "3",
+               "--anchors", "40", "--store", str(store)]
+    first = _run(cluster, prefect_api)
+    assert first["groups_computed"] == 3 and not first.get("answered_from_store")
+
+    again = _run(cluster, None, NO_PREFECT)  # asserts that Prefect was never imported
+    assert again["answered_from_store"] is True
+    assert again["run_id"] == first["run_id"] and again["labels_path"] == first["labels_path"]
+    assert (again["groups_computed"], again["groups_reused"]) == (0, 3)
+    assert again["scores"] == first["scores"]
+    assert len(list_runs(open_store(str(store)))) == 1  # nothing written
+
+    other_seed = _run([*cluster, "--seed", "1"], prefect_api)  # not stored: a flow run
+    assert other_seed["groups_computed"] == 3
+    extended = _run(["extend", first["run_id"], "--groups", "1", "--store", str(store)],
+                    prefect_api)
+    assert extended["groups_computed"] == 1
+    extend_again = _run(["extend", first["run_id"], "--groups", "1", "--store", str(store)],
+                        None, NO_PREFECT)
+    assert extend_again["answered_from_store"] and extend_again["run_id"] == extended["run_id"]
+
+    with_server = _run(cluster, prefect_api)  # a server is set: the flow runs, all reused
+    assert not with_server.get("answered_from_store")
+    assert with_server["groups_computed"] == 0 and with_server["run_id"] != first["run_id"]
+    assert len(list_runs(open_store(str(store)))) == 4
