@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
-from cli.output import CommandError, Output, fsck_text, run_text
+from cli.output import CommandError, Output, fsck_text, run_text, stage_line
 from pipeline.ingest import default_dataset_name, read_data, register_batch
 from pipeline.keys import RUN
 from pipeline.params import ensemble_params
@@ -93,7 +94,11 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         if args.run_name is not None:
             new_run_id(store, name, args.run_name)
         start_embedded_api()  # the input is valid: start Prefect while the data are stored
+        started = time.time()
         _, registered = register_batch(store, name, Xs, labels, mode="create")
+        stage_line(output, "ingest", f"{Xs[0].shape[0]} samples, {len(Xs)} views "
+                   f"{'stored' if registered else 'already stored'} "
+                   f"({time.time() - started:.1f} s)")
         del Xs
         n_jobs = values.pop("n_jobs")
         summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
