@@ -17,7 +17,15 @@ import uuid
 
 import numpy as np
 import pytest
-from reliability_kit import GROUPS, OPTIONS, labels_of, make_data, one_json, run_cli
+from reliability_kit import (
+    GROUPS,
+    OPTIONS,
+    labels_of,
+    library_ids,
+    make_data,
+    one_json,
+    run_cli,
+)
 
 from pipeline.keys import BASE_LABELS, RUN
 from storage import open_store
@@ -90,7 +98,8 @@ def test_cluster_rerun_extend_on_s3_as_on_a_local_store(s3, data, prefect_api, t
     expected = [data["labels"], data["labels"], data["labels_extended"]]
     same_labels = all(
         np.array_equal(labels_of(remote_store, r["run_id"]), labels_of(local_store, lo["run_id"]))
-        and np.array_equal(labels_of(remote_store, r["run_id"]), want)
+        and np.array_equal(labels_of(remote_store, r["run_id"]),
+                           library_ids(remote_store, r["run_id"], want))
         for lo, r, want in zip(local, remote, expected, strict=True))
     listed = one_json(run_cli(["runs", "--store", url, "--json"], **s3).stdout)["runs"]
     fsck = run_cli(["fsck", "--store", url], **s3, check=False)
