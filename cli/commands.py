@@ -11,12 +11,13 @@ import argparse
 import json
 import logging
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
-from cli.output import CommandError, Output, fsck_text, run_text
+from cli.output import CommandError, Output, fsck_text, run_text, stage_line
 from cli.stored import stored_answer, stored_note
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
@@ -97,10 +98,14 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         new_dataset = not DatasetStore(store).exists(name)
         if new_dataset:  # nothing can be stored yet: start Prefect while the data are stored
             start_embedded_api()
+        started = time.time()
         try:
             _, registered = register_batch(store, name, Xs, labels, mode="create", ids=ids)
         except DatasetExistsError as exc:
             raise CommandError(exc.render(shlex.join(args.data))) from None
+        stage_line(output, "ingest", f"{Xs[0].shape[0]} samples, {len(Xs)} views "
+                   f"{'stored' if registered else 'already stored'} "
+                   f"({time.time() - started:.1f} s)")
         del Xs
         summary = None if new_dataset or args.run_name else stored_answer(
             store, plan_cluster(store, name, **values))

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["CommandError", "Output", "ProgressBar", "fsck_text", "message", "run_text",
-           "store_warnings"]
+__all__ = ["CommandError", "Output", "ProgressBar", "fsck_text", "group_counts", "message",
+           "run_text", "stage_line", "store_warnings"]
 
 
 class CommandError(Exception):
@@ -88,26 +88,84 @@ def store_warnings(command: str, output: Output) -> Iterator[None]:
 
 
 class ProgressBar:
-    """A progress bar over view groups on stderr (one line, redrawn; lines if not a TTY)."""
+    """A run's progress on stderr, drawn with rich: one line per stage (view groups,
+    consensus, writing) with a bar, the groups finished by what they took (built, extended,
+    reclustered, reused), the time spent and an estimate of the time left.
+
+    A listener of :func:`pipeline.progress.listen` (given :class:`pipeline.progress.
+    RunProgress` snapshots); ``close`` stops the drawing. On a terminal the lines are
+    redrawn; otherwise they are printed once, when the run ends.
+    """
 
     def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self._last = -1
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    def __call__(self, steps: int, n_steps: int, groups: int, n_groups: int) -> None:
-        width = 30
-        fraction = steps / n_steps if n_steps else 1.0
-        tenth = int(fraction * 10)
-        if not self.tty and tenth == self._last:
+        left = _time_left_column()
+        self._progress = Progress(
+            TextColumn("{task.description:<12}"), BarColumn(bar_width=30),
+            TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), left,
+            console=Console(stderr=True), redirect_stdout=False, redirect_stderr=False)
+        self._tasks: dict[str, Any] = {}
+        self._last_stage = ""
+
+    def _task(self, stage: str, total: float) -> Any:
+        if stage not in self._tasks:
+            if not self._tasks:
+                self._progress.start()
+            self._tasks[stage] = self._progress.add_task(stage, total=total or 1, counts="",
+                                                         left=False)
+        return self._tasks[stage]
+
+    def __call__(self, progress: Any) -> None:
+        if self._last_stage and self._last_stage != progress.stage:
+            done = self._tasks[self._last_stage]
+            self._progress.update(done, completed=self._progress.tasks[done].total,
+                                  left=False)
+        self._last_stage = progress.stage
+        if progress.stage == "done":
+            self.close()
             return
-        self._last = tenth
-        filled = round(fraction * width)
-        line = (f"view groups [{'#' * filled}{'.' * (width - filled)}] "
-                f"{groups}/{n_groups} done ({100 * fraction:3.0f}% of {n_steps} steps)")
-        sys.stderr.write("\r" + line if self.tty else line + "\n")
-        if self.tty and steps == n_steps:
-            sys.stderr.write("\n")
+        if progress.stage == "view groups":
+            task = self._task(progress.stage, progress.n_steps)
+            self._progress.update(task, completed=progress.steps_done,
+                                  counts=group_counts(progress), left=True)
+        else:
+            self._progress.update(self._task(progress.stage, 1), counts=progress.detail)
+
+    def close(self) -> None:
+        """Stop drawing (the lines stay)."""
+        if self._tasks:
+            self._progress.stop()
+            self._tasks = {}
+
+
+def _time_left_column() -> Any:
+    """rich's estimate of the time left, shown for the stages that have one (``left``)."""
+    from rich.progress import TimeRemainingColumn
+    from rich.text import Text
+
+    class TimeLeft(TimeRemainingColumn):
+        def render(self, task: Any) -> Text:
+            if not task.fields.get("left"):
+                return Text("")
+            return Text.assemble("~", super().render(task), " left")
+
+    return TimeLeft()
+
+
+def stage_line(output: Output, stage: str, text: str) -> None:
+    """A stage the command does itself (``ingest``), as one line on stderr (not with
+    ``--json``)."""
+    if not output.json_mode:
+        sys.stderr.write(f"{stage:<12} {text}\n")
         sys.stderr.flush()
+
+
+def group_counts(progress: Any) -> str:
+    """``"12/30 groups: 10 built, 2 reused"`` (the kinds of work done so far)."""
+    done = ", ".join(f"{n} {work}" for work, n in progress.groups.items() if n)
+    return f"{progress.groups_done}/{progress.n_groups} groups" + (f": {done}" if done else "")
 
 
 def message(exc: BaseException) -> str:
@@ -119,23 +177,33 @@ def message(exc: BaseException) -> str:
     return text
 
 
-def run_text(summary: dict[str, Any]) -> str:
+def _work_lines(summary: dict[str, Any]) -> list[str]:
+    """What the run built, extended, reclustered and reused."""
     work = summary.get("work") or {}
+    kinds = summary.get("group_work")
+    if kinds is None:  # a record written before the groups were counted by kind
+        kinds = {"computed": summary["groups_computed"], "reused": summary["groups_reused"]}
+    groups = ", ".join(f"{n} {kind}" for kind, n in kinds.items() if n) or "none"
+    placed = work.get("row_batches_computed", 0) + work.get("row_batches_reused", 0)
+    rows = (f"; rows of later batches: {work.get('row_batches_computed', 0)} placed, "
+            f"{work.get('row_batches_reused', 0)} reused") if placed else ""
+    consensus = summary.get("consensus_work") or (
+        "computed" if work.get("consensus") else "reused")
+    return [f"ensemble   k={summary['n_clusters']}, {summary['n_groups']} view groups: {groups}",
+            f"work       graphs: {work.get('graphs_built', 0)} built{rows}; base clusterings: "
+            f"{work.get('base_clusterings', 0)} computed; consensus {consensus}"]
+
+
+def run_text(summary: dict[str, Any]) -> str:
     lines = [
         f"run        {summary['run_id']} ({summary['kind']}"
         + (f" of {summary['parent_run']})" if summary.get("parent_run") else ")"),
         f"dataset    {summary['dataset']}: {summary['n_samples']} samples, "
         f"{summary['n_views']} views",
-        f"ensemble   k={summary['n_clusters']}, {summary['n_groups']} view groups: "
-        f"{summary['groups_computed']} computed, {summary['groups_reused']} reused",
+        *_work_lines(summary),
         *([f"k auto     chose {summary['n_clusters']} by the largest eigengap; candidates "
            + ", ".join(f"{k} ({gap:.3f})" for k, gap in summary["k_candidates"][:8])]
           if summary.get("k_candidates") else []),
-        f"work       {work.get('graphs_built', 0)} graphs built, "
-        f"{work.get('row_batches_computed', 0)} batch rows placed "
-        f"({work.get('row_batches_reused', 0)} reused), "
-        f"{work.get('base_clusterings', 0)} base clusterings, "
-        f"consensus {'computed' if work.get('consensus') else 'reused'}",
         *_ids_line(summary.get("relabel")),
         f"time       {summary['seconds']:.1f} s in the flow",
         f"labels     {summary['labels_path']}",

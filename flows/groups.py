@@ -128,7 +128,8 @@ def run_groups(store_url: str, plan: Plan, params: dict[str, Any], specs: list[d
         group = running.pop(future)
         future.wait()  # sets the final state (a done callback may come before it)
         finished = len(group.futures) == group.n_steps
-        progress.step(finished and future.state.is_completed())
+        progress.step(group.outcome().work if finished and future.state.is_completed()
+                      else None)
         if future.state.is_completed() and not finished:
             submit(group)
     _raise_failures(groups)

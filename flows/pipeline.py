@@ -29,6 +29,7 @@ from prefect import flow, get_run_logger
 from prefect.context import FlowRunContext
 
 from flows.groups import GroupsFailedError, run_groups
+from flows.progress import stage
 from flows.runners import runner_width, task_runner
 from pipeline.params import PARAM_NAMES
 from pipeline.plans import Plan, plan_cluster, plan_extend, plan_recluster
@@ -89,12 +90,15 @@ def _execute(store_url: str, plan: Plan, run_id: str, started: float,
     outcomes = run_groups(store_url, plan, params, specs, width,
                           f"fastmice {plan.kind} {run_id}: {n_groups} view groups")
     groups_seconds = time.time() - started
+    stage("consensus", "refined from the previous run's" if plan.warm_start else "")
     agreed = consensus(store_url, [outcome.base for outcome in outcomes], params,
                        plan.warm_start and plan.warm_start["consensus"])
+    stage("writing")
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,
                                                  started, created, groups_seconds), plan.data)
     report_run(record)
     report_artifact(store_url, run_id, plan.dataset)
+    stage("done")
     return record
 
 

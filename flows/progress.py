@@ -6,9 +6,9 @@ from typing import Any
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from pipeline.progress import notify
+from pipeline.progress import RunProgress, notify
 
-__all__ = ["GroupProgress"]
+__all__ = ["GroupProgress", "stage"]
 
 
 class GroupProgress:
@@ -24,14 +24,20 @@ class GroupProgress:
     """
 
     def __init__(self, n_steps: int, n_groups: int, description: str) -> None:
-        self.n_steps, self.n_groups = n_steps, n_groups
-        self.steps_done = self.groups_done = 0
+        self.state = RunProgress("view groups", n_steps=n_steps, n_groups=n_groups)
         self._artifact: Any = create_progress_artifact(0.0, description=description)
-        notify(0, n_steps, 0, n_groups)
+        notify(self.state)
 
-    def step(self, group_done: bool) -> None:
-        """Count one finished task run (``group_done``: it was a base clustering)."""
-        self.steps_done += 1
-        self.groups_done += int(group_done)
-        update_progress_artifact(self._artifact, 100.0 * self.steps_done / max(self.n_steps, 1))
-        notify(self.steps_done, self.n_steps, self.groups_done, self.n_groups)
+    def step(self, work: str | None) -> None:
+        """Count one finished task run; ``work`` (``"built"``, ``"extended"``,
+        ``"reclustered"`` or ``"reused"``) if it finished its group."""
+        self.state = self.state.step(work)
+        update_progress_artifact(self._artifact,
+                                 100.0 * self.state.steps_done / max(self.state.n_steps, 1))
+        notify(self.state)
+
+
+def stage(name: str, detail: str = "") -> None:
+    """Tell the listeners that the run has reached stage ``name`` (``"consensus"``,
+    ``"writing"``, ``"done"``)."""
+    notify(RunProgress(name, detail=detail))

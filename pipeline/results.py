@@ -20,6 +20,7 @@ import numpy as np
 import fastmice
 from pipeline.keys import LABELS, RUN, dataset_ref, labels_key
 from pipeline.plans import Plan
+from pipeline.progress import GROUP_WORK
 from pipeline.relabel import apply_mapping, relabelling
 from pipeline.runs import read_run
 from storage import (
@@ -53,6 +54,17 @@ class GroupOutcome:
         return self.graph["computed"] or any(r["computed"] for r in self.rows) or \
             self.base["computed"]
 
+    @property
+    def work(self) -> str:
+        """What the group took (:data:`pipeline.progress.GROUP_WORK`): its graph ``built``,
+        its base clustering ``extended`` to new samples (warm) or ``reclustered`` anew on
+        stored graph rows, or everything ``reused``."""
+        if self.graph["computed"]:
+            return "built"
+        if not self.computed:
+            return "reused"
+        return "extended" if self.base.get("warm") and self.base["computed"] else "reclustered"
+
     def entry(self) -> dict[str, Any]:
         """The group's entry in the run record."""
         rows = {**self.graph["rows"], **{str(r["batch_id"]): r["rows"] for r in self.rows}}
@@ -77,6 +89,13 @@ def _work(groups: list[GroupOutcome], consensus: dict[str, Any]) -> dict[str, An
             "row_batches_reused": len(rows) - sum(rows),
             "base_clusterings": sum(g.base["computed"] for g in groups),
             "consensus": consensus["computed"]}
+
+
+def _group_work(groups: list[GroupOutcome]) -> dict[str, int]:
+    counts = dict.fromkeys(GROUP_WORK, 0)
+    for group in groups:
+        counts[group.work] += 1
+    return counts
 
 
 def run_record(plan: Plan, run_id: str, store_url: str, groups: list[GroupOutcome],
@@ -113,6 +132,9 @@ def run_record(plan: Plan, run_id: str, store_url: str, groups: list[GroupOutcom
         "warm_start": plan.warm_start,
         "groups_computed": computed, "groups_reused": params.n_groups - computed,
         "work": _work(groups, consensus),
+        "group_work": _group_work(groups),
+        "consensus_work": ("reused" if not consensus["computed"] else
+                           "refined" if plan.warm_start else "computed"),
         "groups": [g.entry() for g in groups],
         "consensus": consensus["consensus"],
         "timings": {"groups": round(groups_seconds, 3),

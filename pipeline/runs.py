@@ -20,7 +20,8 @@ __all__ = ["SUMMARY_KEYS", "list_runs", "new_run_id", "read_run", "run_summary"]
 
 #: Keys of the run summary the flows return and ``fastmice --json`` prints.
 SUMMARY_KEYS = ("run_id", "kind", "parent_run", "dataset", "n_samples", "n_views",
-                "n_clusters", "n_groups", "groups_computed", "groups_reused", "work",
+                "n_clusters", "n_groups", "groups_computed", "groups_reused", "group_work",
+                "consensus_work", "work",
                 "seconds", "timings", "stages", "labels_path", "scores", "relabel", "store",
                 "k_candidates")
 

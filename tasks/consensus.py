@@ -70,8 +70,9 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
     Returns
     -------
     ref : dict
-        ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed`` and
-        ``seconds`` (per stage, :func:`fastmice.record_stages`).
+        ``group``, ``labels`` and ``partition`` (refs), ``n_base_clusters``, ``computed``,
+        ``warm`` (whether it extends ``init``) and ``seconds`` (per stage,
+        :func:`fastmice.record_stages`).
     """
     store = open_store(store_url)
     ensemble = fastmice.EnsembleParams.from_dict(params)
@@ -90,7 +91,7 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
         store, [(BASE_PARTITION, key), (BASE_LABELS, key)], compute)
     return {"group": spec["group_index"], "labels": labels, "partition": partition,
             "n_base_clusters": spec["n_base_clusters"], "computed": computed,
-            "seconds": seconds}
+            "warm": init is not None, "seconds": seconds}
 
 
 @task(name="consensus", **TASK_OPTIONS)

@@ -226,8 +226,10 @@ def test_json_commands_end_to_end(prefect_api, files, tmp_path, blobs, split_bat
     np.testing.assert_array_equal(table[:, 1], expected)
 
     human = _cli(["cluster", files / "blobs", *common], prefect_api)
-    assert "4 view groups: 0 computed, 4 reused" in human.stdout
-    assert "view groups [" in human.stderr  # the progress bar
+    assert "4 view groups: 4 reused" in human.stdout
+    assert "consensus reused" in human.stdout
+    assert re.search(r"view groups .* 4/4 groups: 4 reused", human.stderr)  # the progress
+    assert re.search(r"ingest +600 samples, 3 views already stored", human.stderr)
 
     extended = _one_json(_cli(["extend", summary["run_id"], "--groups", "2", "--json",
                                "--store", store_dir], prefect_api).stdout)
@@ -248,6 +250,9 @@ def test_json_commands_end_to_end(prefect_api, files, tmp_path, blobs, split_bat
     assert reclustered["n_samples"] == 660 and reclustered["n_groups"] == 6
     assert reclustered["work"]["graphs_built"] == 0
     assert reclustered["work"]["row_batches_computed"] == 6
+    assert reclustered["group_work"] == {"built": 0, "extended": 6, "reclustered": 0,
+                                         "reused": 0}
+    assert reclustered["relabel"]["parent_run"] == extended["run_id"]
 
 
 SLOW_GROUPS = """

@@ -61,8 +61,22 @@ def test_rerun_computes_nothing_and_labels_equal_the_library(prefect_api, regist
     np.testing.assert_array_equal(_labels(registered, first), expected)
     assert first["scores"] == fastmice.metrics.clustering_scores(y, expected)
 
-    rerun = _cluster(registered)
+    assert first["group_work"] == {"built": M, "extended": 0, "reclustered": 0, "reused": 0}
+    assert first["consensus_work"] == "computed"
+
+    from pipeline.progress import listen
+
+    seen = []
+    with listen(seen.append):
+        rerun = _cluster(registered)
     assert (rerun["groups_computed"], rerun["groups_reused"]) == (0, M)
+    assert rerun["group_work"] == {"built": 0, "extended": 0, "reclustered": 0, "reused": M}
+    assert rerun["consensus_work"] == "reused"
+    assert [p.stage for p in seen] == ["view groups"] * (2 * M + 1) + [
+        "consensus", "writing", "done"]
+    counts = seen[2 * M]
+    assert (counts.steps_done, counts.n_steps, counts.groups_done) == (2 * M, 2 * M, M)
+    assert counts.groups == rerun["group_work"]
     assert rerun["work"] == {"graphs_built": 0, "row_batches_computed": 0,
                              "row_batches_reused": 0, "base_clusterings": 0, "consensus": False}
     np.testing.assert_array_equal(_labels(registered, rerun), expected)
@@ -113,6 +127,7 @@ def test_extend_computes_only_the_new_groups(prefect_api, registered, blobs):
     assert extended["n_groups"] == M + 3 and extended["parent_run"] == first["run_id"]
     assert (extended["groups_computed"], extended["groups_reused"]) == (3, M)
     assert extended["work"]["graphs_built"] == 3 and extended["work"]["consensus"]
+    assert extended["group_work"] == {"built": 3, "extended": 0, "reclustered": 0, "reused": M}
     library = _library(blobs[0], n_groups=M + 3)
     labels = _labels(registered, extended)
     np.testing.assert_array_equal(labels, _matched(registered, extended, library))
@@ -159,6 +174,8 @@ def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, bl
     assert summary["work"] == {"graphs_built": 0, "row_batches_computed": M,
                                "row_batches_reused": 0, "base_clusterings": M,
                                "consensus": True}
+    assert summary["group_work"] == {"built": 0, "extended": M, "reclustered": 0, "reused": 0}
+    assert summary["consensus_work"] == "refined"
     labels = _labels(store, summary)
     np.testing.assert_array_equal(labels, _reference_recluster(X0, X1, 500))
     assert summary["scores"]["nmi"] > 0.9
@@ -171,12 +188,15 @@ def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, bl
 
     anew = recluster_flow(dataset="blobs", store_url=store.url, from_scratch=True)
     assert anew["work"]["graphs_built"] == 0 and anew["work"]["base_clusterings"] == M
+    assert anew["group_work"] == {"built": 0, "extended": 0, "reclustered": M, "reused": 0}
+    assert anew["consensus_work"] == "computed"
     np.testing.assert_array_equal(_labels(store, anew), _matched(
         store, anew, _reference_recluster(X0, X1, 500, warm=False)))
     assert _kept(store, anew, summary) >= 0.95 and anew["relabel"]["shared_samples"] == 600
 
     refreshed = recluster_flow(dataset="blobs", store_url=store.url, refresh_anchors=True)
     assert refreshed["work"]["graphs_built"] == M
+    assert refreshed["group_work"]["built"] == M
     union = [np.vstack([a, b]) for a, b in zip(X0, X1, strict=True)]
     np.testing.assert_array_equal(_labels(store, refreshed),
                                   _matched(store, refreshed, _library(union)))

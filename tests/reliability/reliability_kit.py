@@ -100,6 +100,16 @@ def labels_of(store: Any, run_id: str) -> np.ndarray:
     return store.get(record["labels"]).column("label").to_numpy()
 
 
+def library_ids(store: Any, run_id: str, labels: np.ndarray) -> np.ndarray:
+    """The library's ``labels`` with the cluster ids run ``run_id`` gave them: an ``extend``
+    or a ``recluster`` matches its ids to its parent run's (``relabel`` in its record)."""
+    relabel = store.read_record(RUN, run_id).get("relabel")
+    if not relabel:
+        return labels
+    mapping = dict(map(tuple, relabel["mapping"]))
+    return np.array([mapping[int(label)] for label in labels])
+
+
 def tree(root: Path) -> dict[str, str]:
     """Every file and folder under ``root``: a file's sha256, ``"dir"`` for a folder."""
     if not root.exists():

@@ -25,6 +25,7 @@ from reliability_kit import (
     counts,
     env,
     labels_of,
+    library_ids,
     make_data,
     one_json,
     run_cli,
@@ -124,7 +125,8 @@ def test_two_extends_of_one_run_at_once(clustered, data, prefect_api, tmp_path, 
     args = ["extend", clustered[1], "--groups", 2, "--store", store_dir, "--json"]
     results = _both(start_cli(args, prefect_api), start_cli(args, prefect_api))
     store = open_store(store_dir)
-    same = all(np.array_equal(labels_of(store, r["run_id"]), data["labels_extended"])
+    same = all(np.array_equal(labels_of(store, r["run_id"]),
+                              library_ids(store, r["run_id"], data["labels_extended"]))
                for r in results)
     computed = (_work(results, "graphs_built"), _work(results, "base_clusterings"),
                 _work(results, "consensus"))

@@ -14,7 +14,16 @@ import shutil
 
 import numpy as np
 import pytest
-from reliability_kit import GROUPS, OPTIONS, counts, labels_of, make_data, one_json, run_cli
+from reliability_kit import (
+    GROUPS,
+    OPTIONS,
+    counts,
+    labels_of,
+    library_ids,
+    make_data,
+    one_json,
+    run_cli,
+)
 
 from pipeline.keys import ANCHORS as ANCHORS_KIND
 from pipeline.keys import BASE_LABELS, CONSENSUS, LABELS, RUN
@@ -78,7 +87,8 @@ def _resume(store, args, killed, before, n_groups, expected_labels, api_url, con
             work["graphs_built"] == n_groups - before[ANCHORS_KIND],
         "base clusterings only where missing": work["base_clusterings"] == new_groups,
         "consensus only if missing": work["consensus"] == (before[CONSENSUS] == consensus),
-        "identical labels": np.array_equal(labels_of(store, rerun["run_id"]), expected_labels),
+        "identical labels": np.array_equal(labels_of(store, rerun["run_id"]), library_ids(
+            store, rerun["run_id"], expected_labels)),
         "no partial artifact read (nothing quarantined)": store.quarantined() == [],
         "store sound after the rerun": check_store(store).problems == 0,
     }

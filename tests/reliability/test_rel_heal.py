@@ -15,6 +15,7 @@ from reliability_kit import (
     OPTIONS,
     flip_byte,
     labels_of,
+    library_ids,
     make_data,
     one_json,
     run_cli,
@@ -130,7 +131,8 @@ def test_a_damaged_input_batch_is_named_and_restored(copy, data, prefect_api, ca
                    f"status {status}; {'restored' if restored else 'NOT restored'}", restored)
     summary = one_json(run_cli(["extend", first, "--groups", 2, "--store", store_dir,
                                 "--json"], prefect_api).stdout)
-    same = np.array_equal(labels_of(store, summary["run_id"]), data["labels_extended"])
+    same = np.array_equal(labels_of(store, summary["run_id"]),
+                          library_ids(store, summary["run_id"], data["labels_extended"]))
     battery.record("heal", "the same: `extend` again", "succeeds, identical labels",
                    f"labels {'identical' if same else 'DIFFERENT'}", same)
     assert named and found and restored and same, (failed.stderr[-2000:], out, err)

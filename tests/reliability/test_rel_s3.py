@@ -17,7 +17,15 @@ import uuid
 
 import numpy as np
 import pytest
-from reliability_kit import GROUPS, OPTIONS, labels_of, make_data, one_json, run_cli
+from reliability_kit import (
+    GROUPS,
+    OPTIONS,
+    labels_of,
+    library_ids,
+    make_data,
+    one_json,
+    run_cli,
+)
 
 from pipeline.keys import BASE_LABELS, RUN
 from storage import open_store
@@ -90,7 +98,8 @@ def test_cluster_rerun_extend_on_s3_as_on_a_local_store(s3, data, prefect_api, t
     expected = [data["labels"], data["labels"], data["labels_extended"]]
     same_labels = all(
         np.array_equal(labels_of(remote_store, r["run_id"]), labels_of(local_store, lo["run_id"]))
-        and np.array_equal(labels_of(remote_store, r["run_id"]), want)
+        and np.array_equal(labels_of(remote_store, r["run_id"]),
+                           library_ids(remote_store, r["run_id"], want))
         for lo, r, want in zip(local, remote, expected, strict=True))
     listed = one_json(run_cli(["runs", "--store", url, "--json"], **s3).stdout)["runs"]
     fsck = run_cli(["fsck", "--store", url], **s3, check=False)
@@ -116,7 +125,27 @@ def test_cluster_rerun_extend_on_s3_as_on_a_local_store(s3, data, prefect_api, t
     battery.record("s3", "a corrupt base clustering object on s3://: the same `cluster`",
                    "set aside, that group recomputed, identical labels",
                    f"{healed['groups_computed']} of {GROUPS} groups computed", ok2)
+    ok3, got = _rm_and_gc(url, remote, data, prefect_api, s3, outputs)
+    battery.record("s3", "`rm` of the extended run, `gc`, then the first `cluster` again on "
+                   "s3://", "its files freed; the kept run computes nothing", got, ok3)
     secret_shown = any(SECRET in text for text in outputs)
     battery.record("s3", "the secret key in any command's output", "never",
                    "never" if not secret_shown else "PRINTED", not secret_shown)
-    assert ok and ok2 and not secret_shown, (local, remote, fsck.stdout)
+    assert ok and ok2 and ok3 and not secret_shown, (local, remote, fsck.stdout, got)
+
+
+def _rm_and_gc(url, remote, data, api_url, s3, outputs):
+    """Remove the extended run, collect the garbage, run the first command again."""
+    def run(args, api=None):
+        result = run_cli([*args, "--store", url, "--json"], api, **s3)
+        outputs.append(result.stdout + result.stderr)
+        return one_json(result.stdout)
+
+    own = {r["run_id"]: r["own_bytes"] for r in run(["store"])["runs"]}
+    run(["rm", remote[2]["run_id"]])
+    gc = run(["gc"])
+    again = run(["cluster", data["tiny"], *OPTIONS], api_url)
+    ok = (gc["done"] and gc["freed_bytes"] == own[remote[2]["run_id"]] > 0
+          and again["groups_computed"] == 0 and not again["work"]["consensus"])
+    return ok, (f"gc freed {gc['freed_bytes']} bytes (the run's own {own[remote[2]['run_id']]})"
+                f"; the cluster again computed {again['groups_computed']} groups")
