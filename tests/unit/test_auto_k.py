@@ -77,3 +77,6 @@ def test_the_pipeline_and_the_command_line_read_auto():
     args = build_parser().parse_args(["cluster", "x.npz", "--k", "AUTO"])
     assert args.n_clusters == "auto"
     assert build_parser().parse_args(["cluster", "x.npz", "--k", "7"]).n_clusters == 7
+    with pytest.raises(SystemExit) as exit_info:  # a usage error: one line, status 1
+        build_parser().parse_args(["cluster", "x.npz", "--k", "many"])
+    assert exit_info.value.code == 1
