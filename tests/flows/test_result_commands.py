@@ -200,7 +200,7 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     import fastmice
     from pipeline.ingest import save_views_dir
 
-    Xs, y = blobs
+    Xs, _ = blobs
     save_views_dir(tmp_path / "nolabels", Xs)
     store_dir = tmp_path / "store"
     common = ["--groups", M, "--anchors", ANCHORS, "--seed", SEED, "--store", store_dir]
