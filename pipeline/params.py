@@ -36,7 +36,8 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
         Of the data the ensemble is created on.
     **given
         Any of :data:`PARAM_NAMES`; a value ``None`` is not given (the default applies).
-        ``metric`` may be a comma-separated list (``"euclidean,cosine"``); ``random_state``
+        ``n_clusters`` may be ``"auto"`` (or digits, read as an int); ``metric`` may be a
+        comma-separated list (``"euclidean,cosine"``); ``random_state``
         must be an int (default :data:`fastmice._params.PIPELINE_RANDOM_STATE`): a run is
         written down and must be reproducible.
 
@@ -57,6 +58,9 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
     metric = values.get("metric")
     if isinstance(metric, str) and "," in metric:
         values["metric"] = [m.strip() for m in metric.split(",")]
+    k = values.get("n_clusters")
+    if isinstance(k, str) and k.strip().isdigit():  # "8" from a deployment's form: an int
+        values["n_clusters"] = int(k)
     values.setdefault("random_state", PIPELINE_RANDOM_STATE)
     params = EnsembleParams(**values).for_data(n_samples, n_views)
     params.to_dict()  # a run is written down: a generator as random_state is refused here

@@ -170,13 +170,13 @@ def _parent_labels(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray] | N
 
 
 def _k_of(consensus: Any) -> dict[str, Any]:
-    """The run's k as its consensus has it and, when k was chosen (``n_clusters="auto"``),
-    ``k_candidates``: ``[[k, eigengap], ...]``, largest gap first."""
-    found = {"n_clusters": int(np.asarray(consensus["partition_centers"]).shape[0])}
-    if "k_chosen" in consensus:
-        choice = fastmice.ConsensusPartition.from_arrays(consensus).k_choice
-        found["k_candidates"] = [list(pair) for pair in choice.ranked()]
-    return found
+    """When the consensus chose k (``n_clusters="auto"``): the run's ``n_clusters`` and its
+    ``k_candidates`` (``[[k, eigengap], ...]``, largest gap first); else nothing."""
+    if "k_chosen" not in consensus:
+        return {}
+    choice = fastmice.ConsensusPartition.from_arrays(consensus).k_choice
+    return {"n_clusters": choice.n_clusters,
+            "k_candidates": [list(pair) for pair in choice.ranked()]}
 
 
 def _store_labels(store: Any, record: dict[str, Any], data: dict[str, Any], *,

@@ -66,3 +66,17 @@ def test_the_choice_is_linear_in_n_samples():
     choice = choose_n_clusters(base, seed=0)
     assert choice.n_clusters == 6
     assert choice.candidates[-1] == min(2 * AUTO_K_BOUNDS[1], 5 * 12 - 1)  # k0 = 50
+
+
+def test_the_pipeline_and_the_command_line_read_auto():
+    from cli.main import build_parser
+    from pipeline.params import ensemble_params
+
+    assert ensemble_params(100, 2, n_clusters="auto").n_clusters == "auto"
+    assert ensemble_params(100, 2, n_clusters="8").n_clusters == 8  # a deployment form's text
+    args = build_parser().parse_args(["cluster", "x.npz", "--k", "AUTO"])
+    assert args.n_clusters == "auto"
+    assert build_parser().parse_args(["cluster", "x.npz", "--k", "7"]).n_clusters == 7
+    with pytest.raises(SystemExit) as exit_info:  # a usage error: one line, status 1
+        build_parser().parse_args(["cluster", "x.npz", "--k", "many"])
+    assert exit_info.value.code == 1
