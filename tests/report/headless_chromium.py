@@ -94,7 +94,7 @@ class Chromium:
 
     def open(self, path: Path) -> None:
         """Load a local file and wait for its load event."""
-        self.send("Page.navigate", wait_for="Page.loadEventFired", url=path.as_uri())
+        self.send("Page.navigate", wait_for="Page.loadEventFired", url=path.absolute().as_uri())
 
     def evaluate(self, expression: str) -> Any:
         """The JSON value of a JavaScript expression (promises awaited)."""
