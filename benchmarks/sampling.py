@@ -22,16 +22,24 @@ from joblib import Parallel, delayed
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fastmice._consensus as consensus  # noqa: E402
-from fastmice import (EnsembleParams, build_group_graph, cluster_group,  # noqa: E402
-                      consensus_partition, draw_view_groups, record_stages)
-from fastmice.metrics import clustering_scores  # noqa: E402
-from shapes import SHAPES, make_shape  # noqa: E402
+from shapes import SHAPES, make_shape
+
+import fastmice._consensus as consensus
+from fastmice import (
+    EnsembleParams,
+    build_group_graph,
+    cluster_group,
+    consensus_partition,
+    draw_view_groups,
+    record_stages,
+)
+from fastmice.metrics import clustering_scores
 
 EVERY = 10**12  # a sample size above any N: that step on every sample
 #: Each setting overrides some of the module's constants (the rest keep their values).
 SETTINGS = {
     "default": {},
+    "old-default": {"BASE_SAMPLE": 50_000, "CONSENSUS_FULL_ROUNDS": 4},  # CODE_VERSION 9
     "exact": {"BASE_SAMPLE": EVERY, "BASE_KMEANS_SAMPLE": EVERY,
               "CONSENSUS_SAMPLE": EVERY, "CONSENSUS_KMEANS_SAMPLE": EVERY},
     "base-exact": {"BASE_SAMPLE": EVERY, "BASE_KMEANS_SAMPLE": EVERY},

@@ -78,12 +78,13 @@ def shape_labels(shape: str, n_samples: int, n_clusters: int, seed: int) -> np.n
     return y
 
 
-def _model(shape: Shape, n_clusters: int, seed: int) -> tuple[np.ndarray, list[np.ndarray]]:
+def _model(shape: Shape, n_clusters: int, seed: int,
+           dims: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
     rng = np.random.default_rng([seed, 2])
     centres = shape.spread * rng.standard_normal((n_clusters, shape.latent_dim))
     seen = max(1, round(shape.visible * shape.latent_dim))
     projections = []
-    for d in DIMS:
+    for d in dims:
         projection = rng.standard_normal((shape.latent_dim, d)) / np.sqrt(seen)
         blind = rng.permutation(shape.latent_dim)[seen:]
         projection[blind] = 0.0
@@ -92,14 +93,15 @@ def _model(shape: Shape, n_clusters: int, seed: int) -> tuple[np.ndarray, list[n
 
 
 def shape_block(shape_name: str, start: int, stop: int, y: np.ndarray, n_clusters: int,
-                seed: int) -> list[np.ndarray]:
-    """Rows ``start:stop`` of every view, float32, shapes (stop - start, DIMS[v])."""
+                seed: int, dims: tuple[int, ...] = DIMS) -> list[np.ndarray]:
+    """Rows ``start:stop`` of every view, float32, shapes (stop - start, dims[v])."""
     shape = SHAPE_MODELS[shape_name]
-    centres, projections = _model(shape, n_clusters, seed)
+    centres, projections = _model(shape, n_clusters, seed, dims)
     rng = np.random.default_rng([seed, 3, start])
     z = centres[y[start:stop]] + rng.standard_normal((stop - start, shape.latent_dim))
     views = []
-    for v, (projection, noise) in enumerate(zip(projections, shape.noise, strict=True)):
+    for v, projection in enumerate(projections):
+        noise = shape.noise[min(v, len(shape.noise) - 1)]
         X = rng.standard_normal((stop - start, projection.shape[1]), dtype=np.float32)
         X *= np.float32(noise)
         X += (z @ projection).astype(np.float32)
@@ -109,14 +111,18 @@ def shape_block(shape_name: str, start: int, stop: int, y: np.ndarray, n_cluster
     return views
 
 
-def make_shape(shape: str, n_samples: int, n_clusters: int,
-               seed: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
-    """The set in memory: float32 views of shape (n_samples, DIMS[v]) and labels (n,)."""
+def make_shape(shape: str, n_samples: int, n_clusters: int, seed: int = 0,
+               dims: tuple[int, ...] = DIMS) -> tuple[list[np.ndarray], np.ndarray]:
+    """The set in memory: float32 views of shape (n_samples, dims[v]) and labels (n,).
+
+    ``dims`` other than the default (four views) give other widths, e.g. narrow views
+    for a test; the noise of each view is the shape's (the last view's for any beyond).
+    """
     y = shape_labels(shape, n_samples, n_clusters, seed)
-    Xs = [np.empty((n_samples, d), dtype=np.float32) for d in DIMS]
+    Xs = [np.empty((n_samples, d), dtype=np.float32) for d in dims]
     for start in range(0, n_samples, _BLOCK):
         stop = min(start + _BLOCK, n_samples)
-        for X, part in zip(Xs, shape_block(shape, start, stop, y, n_clusters, seed),
+        for X, part in zip(Xs, shape_block(shape, start, stop, y, n_clusters, seed, dims),
                            strict=True):
             X[start:stop] = part
     return Xs, y
