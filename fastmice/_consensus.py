@@ -26,21 +26,29 @@ CONSENSUS_MAX_ITER, CONSENSUS_N_INIT = 20, 5
 
 # A deviation of ours, for scale (the official code does every step on every sample; on
 # the benchmark data sets, all below 10,000 samples, nothing changes): on more samples than
-# ``*_SAMPLE``, a Tcut learns its eigenvectors on a uniform sample of that many samples and
-# runs its k-means rounds on ``*_KMEANS_SAMPLE`` of them; every sample is then transferred,
-# and ``*_FULL_ROUNDS`` more k-means rounds run on every sample. Samples grow with the
-# number of clusters (``*_PER_CLUSTER`` samples a cluster at least). Each sample applies
-# on its own: a consensus of 60,000 samples computes its eigenvectors on all of them and its
-# k-means rounds on 20,000.
-BASE_SAMPLE, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER, BASE_FULL_ROUNDS = 50_000, 50_000, 64, 1
+# ``*_KMEANS_SAMPLE``, a Tcut runs its k-means rounds on a uniform sample of that many, then
+# ``*_FULL_ROUNDS`` more rounds on every sample; the consensus also learns its eigenvectors
+# on a sample of ``CONSENSUS_SAMPLE`` (its column graph is some 10,000 base clusters wide,
+# and solved by subspace iteration over its rows). Samples grow with the number of
+# clusters (``*_PER_CLUSTER`` samples a cluster at least). A base clustering learns its
+# eigenvectors on every sample (``BASE_SAMPLE = None``): its column graph (a few thousand
+# anchors) costs one sparse product over the rows, and learnt on a sample of 50,000 it lost
+# 1.5-2 NMI points of the consensus at 100,000 samples (benchmarks/sampling.py,
+# docs/scale.md "Quality at scale"). Each sample applies on its own.
+BASE_SAMPLE, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER, BASE_FULL_ROUNDS = None, 50_000, 64, 1
 CONSENSUS_SAMPLE, CONSENSUS_KMEANS_SAMPLE = 100_000, 20_000
-CONSENSUS_PER_CLUSTER, CONSENSUS_FULL_ROUNDS = 50, 4
+# 10 full rounds, not 4: on a k-means sample of 20,000 the consensus's centres need more
+# rounds over every sample to settle (+0.65 NMI points at 100,000 samples, k = 400).
+CONSENSUS_PER_CLUSTER, CONSENSUS_FULL_ROUNDS = 50, 10
+#: Rounds over every sample when a consensus is refined from a previous one (recluster).
+REFINE_ROUNDS = 4
 
 
-def _sample_sizes(n_clusters: int, sample: int, kmeans_sample: int,
-                  per_cluster: int) -> tuple[int, int]:
+def _sample_sizes(n_clusters: int, sample: int | None, kmeans_sample: int,
+                  per_cluster: int) -> tuple[int | None, int]:
+    """The eigen step's sample (None: every sample) and the k-means rounds' sample."""
     least = per_cluster * n_clusters
-    return max(sample, least), max(kmeans_sample, least)
+    return None if sample is None else max(sample, least), max(kmeans_sample, least)
 
 
 def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
@@ -212,7 +220,7 @@ def _refined_consensus(base_labels: np.ndarray, n_clusters: int, init: Consensus
     n_columns = int(init.offsets[-1] + init.n_base_clusters[-1])
     B = _incidence(base_labels, init.offsets, n_columns)[:, init.used_columns]
     partition = partition_bipartite_graph(B, n_clusters, init=init.partition,
-                                          full_rounds=CONSENSUS_FULL_ROUNDS, n_jobs=n_jobs)
+                                          full_rounds=REFINE_ROUNDS, n_jobs=n_jobs)
     return ConsensusPartition(partition.labels_, init.offsets, init.n_base_clusters,
                               init.used_columns, partition)
 

@@ -82,8 +82,8 @@ def _group_bytes(params: EnsembleParams, n_samples: int, widest: int, itemsize: 
               + p * (10 * params.n_neighbors + 1) * sampled * itemsize  # neighbourhoods
               + 10 * p * sampled * itemsize)                  # hybrid selection candidates
     graph = entries * (_INDEX + _FLOAT) * 3                   # found, weights, CSR
-    sample = min(n_samples, max(BASE_SAMPLE, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER * k_top))
-    tcut = (entries * (4 + _FLOAT) * 4                         # B, R, float32 R, sample of B
+    sample = min(n_samples, max(BASE_SAMPLE or 0, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER * k_top))
+    tcut = (entries * (4 + _FLOAT) * 4                         # B, R, float32 R, scaled B
             + columns * columns * _FLOAT * 3                   # dense column graph, eigh
             + sample * k_top * _FLOAT                          # k-means sample
             + 2 * BLOCK_ROWS * k_top * 4                       # score blocks

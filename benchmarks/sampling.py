@@ -1,0 +1,132 @@
+"""What each sampling shortcut of fastmice/_consensus.py costs in NMI and seconds.
+
+The view groups' graphs are built once per seed; then the base clusterings and the
+consensus are computed under each setting of the module's sample sizes (the same graphs,
+the same seeds), and scored against the labels. ``exact`` is every step on every sample.
+
+    python benchmarks/sampling.py partial 100000 400 --seeds 0 --settings default,exact
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from shapes import SHAPES, make_shape
+
+import fastmice._consensus as consensus
+from fastmice import (
+    EnsembleParams,
+    build_group_graph,
+    cluster_group,
+    consensus_partition,
+    draw_view_groups,
+    record_stages,
+)
+from fastmice.metrics import clustering_scores
+
+EVERY = 10**12  # a sample size above any N: that step on every sample
+#: Each setting overrides some of the module's constants (the rest keep their values).
+SETTINGS = {
+    "default": {},
+    "old-default": {"BASE_SAMPLE": 50_000, "CONSENSUS_FULL_ROUNDS": 4},  # CODE_VERSION 9
+    "exact": {"BASE_SAMPLE": EVERY, "BASE_KMEANS_SAMPLE": EVERY,
+              "CONSENSUS_SAMPLE": EVERY, "CONSENSUS_KMEANS_SAMPLE": EVERY},
+    "base-exact": {"BASE_SAMPLE": EVERY, "BASE_KMEANS_SAMPLE": EVERY},
+    "base-eigen-all": {"BASE_SAMPLE": EVERY},
+    "base-kmeans-all": {"BASE_KMEANS_SAMPLE": EVERY},
+    "base-rounds-3": {"BASE_FULL_ROUNDS": 3},
+    "consensus-exact": {"CONSENSUS_SAMPLE": EVERY, "CONSENSUS_KMEANS_SAMPLE": EVERY},
+    "consensus-eigen-all": {"CONSENSUS_SAMPLE": EVERY},
+    "consensus-kmeans-all": {"CONSENSUS_KMEANS_SAMPLE": EVERY},
+    "consensus-rounds-10": {"CONSENSUS_FULL_ROUNDS": 10},
+    "eigen-all+ckm-60k": {"BASE_SAMPLE": EVERY, "CONSENSUS_KMEANS_SAMPLE": 60_000},
+    "eigen-all+crounds-10": {"BASE_SAMPLE": EVERY, "CONSENSUS_FULL_ROUNDS": 10},
+    "eigen-all+ceig-25k": {"BASE_SAMPLE": EVERY, "CONSENSUS_SAMPLE": 25_000},
+}
+_BASE_CACHE: dict = {}
+
+
+@contextmanager
+def constants(overrides: dict[str, int]):
+    """Set some of fastmice._consensus's module constants for the duration."""
+    saved = {name: getattr(consensus, name) for name in overrides}
+    for name, value in overrides.items():
+        setattr(consensus, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(consensus, name, value)
+
+
+def group_graphs(Xs, n_clusters: int, seed: int, n_jobs: int):
+    """The view groups' specs and graphs of one seed (the fit's own draws)."""
+    params = EnsembleParams(n_clusters=n_clusters, random_state=seed).for_data(
+        Xs[0].shape[0], len(Xs))
+    specs = draw_view_groups([X.shape[1] for X in Xs], Xs[0].shape[0], params,
+                             seed=params.root_seed)
+    graphs = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(build_group_graph)(Xs, spec) for spec in specs)
+    return params.root_seed, specs, [B for B, _ in graphs]
+
+
+def run_setting(name: str, specs, graphs, root_seed: int, n_clusters: int, y: np.ndarray,
+                n_jobs: int) -> dict:
+    """Base clusterings and consensus under one setting: NMI, seconds, stages."""
+    started = time.perf_counter()
+    with constants(SETTINGS[name]), record_stages() as stages:
+        base_key = (root_seed, tuple(sorted((k, v) for k, v in SETTINGS[name].items()
+                                             if k.startswith("BASE"))))
+        if base_key not in _BASE_CACHE:  # the same base clusterings: computed once
+            partitions = Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(cluster_group)(B, spec) for B, spec in zip(graphs, specs, strict=True))
+            _BASE_CACHE[base_key] = np.column_stack([p.labels_ for p in partitions])
+        base = _BASE_CACHE[base_key]
+        base_seconds = time.perf_counter() - started
+        labels = consensus_partition(base, n_clusters, seed=root_seed, n_jobs=n_jobs).labels_
+    base_nmi = np.mean([clustering_scores(y, base[:, j])["nmi"] for j in range(base.shape[1])])
+    return {"setting": name, "nmi": clustering_scores(y, labels)["nmi"],
+            "base_nmi": float(base_nmi), "base_s": base_seconds,
+            "seconds": time.perf_counter() - started,
+            "stages": {key: round(value, 1) for key, value in stages.items()}}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("shape", choices=(*SHAPES, "latent"))
+    parser.add_argument("n_samples", type=int)
+    parser.add_argument("n_clusters", type=int)
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--settings", default="default,exact")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.shape == "latent":
+        from scale_data import latent_views
+        Xs, y = latent_views(args.n_samples, args.n_clusters)
+    else:
+        Xs, y = make_shape(args.shape, args.n_samples, args.n_clusters)
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        started = time.perf_counter()
+        root_seed, specs, graphs = group_graphs(Xs, args.n_clusters, seed, args.n_jobs)
+        print(f"# {args.shape} {args.n_samples} k={args.n_clusters} seed {seed}: graphs "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        for name in args.settings.split(","):
+            row = run_setting(name, specs, graphs, root_seed, args.n_clusters, y,
+                              args.n_jobs)
+            print(json.dumps({"shape": args.shape, "n": args.n_samples,
+                              "k": args.n_clusters, "seed": seed, **row}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The default sample sizes at scale score within 1 NMI point of every step on every sample.
+
+On a skewed-size shape (benchmarks/shapes.py, Zipf cluster sizes) of 150,000 samples, the
+view groups' graphs are built once; the base clusterings and the consensus are then
+computed with the default sample sizes of ``fastmice._consensus`` and with every step on
+every sample (the official code's path), from the same graphs and seeds. The views are
+narrow (the graphs' cost, not the sampling, grows with the features).
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fastmice._consensus as consensus
+from fastmice import (
+    EnsembleParams,
+    build_group_graph,
+    cluster_group,
+    consensus_partition,
+    draw_view_groups,
+)
+from fastmice.metrics import clustering_scores
+
+N_SAMPLES, N_CLUSTERS, N_GROUPS = 150_000, 100, 10
+EVERY = 10**12
+
+
+def _shapes_module():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "shapes.py"
+    spec = importlib.util.spec_from_file_location("benchmark_shapes", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _consensus_nmi(graphs, specs, root_seed: int, y: np.ndarray) -> float:
+    base = np.column_stack([cluster_group(B, spec).labels_
+                            for B, spec in zip(graphs, specs, strict=True)])
+    labels = consensus_partition(base, N_CLUSTERS, seed=root_seed, n_jobs=2).labels_
+    return clustering_scores(y, labels)["nmi"]
+
+
+@pytest.mark.slow
+def test_default_sample_sizes_within_one_point_of_every_sample(monkeypatch):
+    Xs, y = _shapes_module().make_shape("skewed", N_SAMPLES, N_CLUSTERS, seed=0,
+                                        dims=(48, 32, 40, 24))
+    assert N_SAMPLES > 2 * consensus.BASE_KMEANS_SAMPLE  # the sampled paths are taken
+    params = EnsembleParams(n_clusters=N_CLUSTERS, n_groups=N_GROUPS,
+                            random_state=0).for_data(N_SAMPLES, len(Xs))
+    specs = draw_view_groups([X.shape[1] for X in Xs], N_SAMPLES, params,
+                             seed=params.root_seed)
+    graphs = [build_group_graph(Xs, spec)[0] for spec in specs]
+    default = _consensus_nmi(graphs, specs, params.root_seed, y)
+    for name in ("BASE_SAMPLE", "BASE_KMEANS_SAMPLE", "CONSENSUS_SAMPLE",
+                 "CONSENSUS_KMEANS_SAMPLE"):
+        monkeypatch.setattr(consensus, name, EVERY)
+    exact = _consensus_nmi(graphs, specs, params.root_seed, y)
+    assert default >= exact - 0.01, (default, exact)
