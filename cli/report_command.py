@@ -9,9 +9,13 @@ recluster or an extend started from. Never imports Prefect.
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
+from typing import Any
 
 from cli.output import CommandError, Output
+from pipeline.results import labels_damage, rebuild_labels
+from pipeline.runs import read_run
 from storage import open_store, validate_name
 
 __all__ = ["add_report_arguments", "cmd_report"]
@@ -37,6 +41,21 @@ def _checked_out(path: str | None, run_id: str) -> Path:
     return out
 
 
+def _labels_readable(store: Any, run_id: str) -> None:
+    """Rebuild the run's lost labels table from its consensus (as ``show`` does), or say
+    why the report cannot be made."""
+    record = read_run(store, run_id)
+    reason = labels_damage(store, record) if record.get("labels") else None
+    if reason is None:
+        return
+    if not rebuild_labels(store, record):
+        raise CommandError(f"The labels of run {run_id} are {reason} and cannot be rebuilt "
+                           f"(its consensus is gone too); rerun the command that made the "
+                           f"run to recompute them.")
+    logging.getLogger("storage").warning(
+        f"The labels of run {run_id} were {reason}; rebuilt from the stored consensus.")
+
+
 def cmd_report(args: argparse.Namespace, output: Output) -> None:
     """Write the report of RUN as one HTML file that opens offline (no Prefect)."""
     # Imported here so that the other commands do not pay for importing matplotlib.
@@ -48,6 +67,7 @@ def cmd_report(args: argparse.Namespace, output: Output) -> None:
     if max_points < 2:
         raise CommandError(f"--max-points {max_points} must be >= 2.")
     store = open_store(args.store)
+    _labels_readable(store, args.run)
     path = write_report(store, args.run, out, max_points=max_points)
     result = {"run_id": args.run, "report_path": str(path), "bytes": path.stat().st_size,
               "store": store.url}

@@ -28,7 +28,13 @@ from pipeline.report_stats import (
     nmi_matrix,
 )
 from pipeline.runs import read_run
-from storage import DatasetStore, labels_from_table, write_file_atomic
+from storage import (
+    ArtifactIntegrityError,
+    ArtifactNotFoundError,
+    DatasetStore,
+    labels_from_table,
+    write_file_atomic,
+)
 
 __all__ = ["MAX_MAP_POINTS", "Report", "Section", "build_report", "write_report"]
 
@@ -79,10 +85,14 @@ def _truth(store: Any, record: dict[str, Any]) -> np.ndarray | None:
 
 def _read(store: Any, run_id: str) -> _Run:
     record = read_run(store, run_id)
-    ids, columns, _ = labels_from_table(store.get(record["labels"]))
-    base = np.column_stack([np.asarray(store.get(g["labels"]), dtype=np.int32)
-                            for g in record["groups"]])
-    consensus = fastmice.ConsensusPartition.from_arrays(store.get(record["consensus"]))
+    try:
+        ids, columns, _ = labels_from_table(store.get(record["labels"]))
+        base = np.column_stack([np.asarray(store.get(g["labels"]), dtype=np.int32)
+                                for g in record["groups"]])
+        consensus = fastmice.ConsensusPartition.from_arrays(store.get(record["consensus"]))
+    except (ArtifactNotFoundError, ArtifactIntegrityError) as exc:
+        raise type(exc)(f"Run {run_id} cannot be reported: {exc} Rerun the command that made "
+                        f"the run (it recomputes what is missing).") from None
     return _Run(record, np.asarray(ids), np.asarray(columns["label"], dtype=np.int64), base,
                 consensus, _truth(store, record))
 

@@ -75,8 +75,8 @@ def cluster_sizes(sizes: np.ndarray) -> str:
     return _svg(fig, "cluster-sizes")
 
 
-def _scatter(ax, xy: np.ndarray, codes: np.ndarray, title: str) -> None:
-    colours = colour_table(int(codes.max(initial=0)) + 1)[codes]
+def _scatter(ax, xy: np.ndarray, codes: np.ndarray, n_colours: int, title: str) -> None:
+    colours = colour_table(n_colours)[codes]
     size = 4.0 if len(xy) <= 5000 else 1.5
     ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=size, linewidths=0, alpha=0.7, rasterized=True)
     ax.set_title(title, fontsize=10)
@@ -99,9 +99,12 @@ def sample_map(xy: np.ndarray, clusters: np.ndarray, classes: np.ndarray | None)
     panels = 1 if classes is None else 2
     fig = Figure(figsize=(5.2 * panels, 5.0))
     axes = fig.subplots(1, panels, squeeze=False)[0]
-    _scatter(axes[0], xy, clusters, "by cluster")
+    # One colour table for both panels, so that a cluster and its class share a colour.
+    n_colours = 1 + int(max(clusters.max(initial=0),
+                            0 if classes is None else classes.max(initial=0)))
+    _scatter(axes[0], xy, clusters, n_colours, "by cluster")
     if classes is not None:
-        _scatter(axes[1], xy, classes, "by true class")
+        _scatter(axes[1], xy, classes, n_colours, "by true class")
     return _svg(fig, "sample-map")
 
 

@@ -157,6 +157,28 @@ def test_report_refuses_bad_requests_in_one_line(extended_run, tmp_path, capsys,
     assert not (tmp_path / "r.html").exists()
 
 
+def test_report_rebuilds_lost_labels_and_names_a_lost_base_clustering(extended_run, tmp_path,
+                                                                      capsys, cli_env):
+    import shutil
+
+    from cli.main import main
+    from pipeline.runs import read_run
+
+    store, first, _ = extended_run
+    record = read_run(store, first["run_id"])
+    shutil.rmtree(Path(record["labels_path"]).parent)
+    out = tmp_path / "r.html"
+    assert main(["report", first["run_id"], "--out", str(out), "--store", store.url]) == 0
+    assert "rebuilt from the stored consensus" in capsys.readouterr().err
+    assert out.stat().st_size > 10_000
+
+    base = record["groups"][1]["labels"]
+    shutil.rmtree(Path(store.local_path(store.ref(base["kind"], base["key"]))).parent)
+    assert main(["report", first["run_id"], "--out", str(out), "--store", store.url]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be reported" in err[0] and "Rerun the command" in err[0]
+
+
 def test_a_run_without_labels_has_no_confusion_matrix_and_a_bounded_map(prefect_api, store,
                                                                         blobs):
     from flows.pipeline import cluster_flow
