@@ -128,8 +128,8 @@ def run_text(summary: dict[str, Any]) -> str:
         f"{summary['n_views']} views",
         f"ensemble   k={summary['n_clusters']}, {summary['n_groups']} view groups: "
         f"{summary['groups_computed']} computed, {summary['groups_reused']} reused",
-        *([f"k auto     chose {summary['n_clusters']} by the largest eigengap; candidates "
-           + ", ".join(f"{k} ({gap:.3f})" for k, gap in summary["k_candidates"][:8])]
+        *([f"k auto     chose {summary['n_clusters']} (largest eigengap x ln k); candidates "
+           "(k, gap): " + ", ".join(f"{k} ({gap:.3f})" for k, gap in summary["k_candidates"][:8])]
           if summary.get("k_candidates") else []),
         f"work       {work.get('graphs_built', 0)} graphs built, "
         f"{work.get('row_batches_computed', 0)} batch rows placed "
