@@ -57,7 +57,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
     n_clusters : int or "auto"
         Number of clusters k. With ``"auto"``, base clusterings draw their k around
         ``clip(round(sqrt(N) / 2), 2, 50)`` and k is the candidate in ``[2, 2 k0]`` with the
-        largest eigengap of the consensus graph (:mod:`fastmice._auto_k`).
+        largest eigengap of the consensus graph, weighted by ln k (:mod:`fastmice._auto_k`).
     n_groups : int, default=20
         Number of view groups M (= base clusterings).
     n_anchors : int, default=1000
@@ -88,7 +88,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
     n_clusters_ : int
         The number of clusters of ``labels_`` (``n_clusters``, or the one chosen).
     k_candidates_ : list of (int, float) or None
-        With ``n_clusters="auto"``: every candidate k with its eigengap, largest first.
+        With ``n_clusters="auto"``: every candidate k with its eigengap, best first.
     root_seed_ : int
         Root seed drawn from ``random_state`` (``EnsembleParams.root_seed``).
     n_views_ : int

@@ -171,7 +171,7 @@ def _parent_labels(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray] | N
 
 def _k_of(consensus: Any) -> dict[str, Any]:
     """When the consensus chose k (``n_clusters="auto"``): the run's ``n_clusters`` and its
-    ``k_candidates`` (``[[k, eigengap], ...]``, largest gap first); else nothing."""
+    ``k_candidates`` (``[[k, eigengap], ...]``, best first); else nothing."""
     if "k_chosen" not in consensus:
         return {}
     choice = fastmice.ConsensusPartition.from_arrays(consensus).k_choice

@@ -206,7 +206,8 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     common = ["--groups", M, "--anchors", ANCHORS, "--seed", SEED, "--store", store_dir]
     done = _cli(["cluster", tmp_path / "nolabels", "--run-name", "auto", *common], prefect_api)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "k auto     chose 4 by the largest eigengap; candidates 4 (" in done.stdout
+    assert "k auto     chose 4 (largest eigengap x ln k); candidates (k, gap): 4 (" \
+        in done.stdout
     store = open_store(store_dir)
     record = store.read_record(RUN, "auto")
     assert record["params"]["n_clusters"] == "auto" and record["n_clusters"] == 4
