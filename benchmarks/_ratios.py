@@ -44,15 +44,19 @@ def _env(work: Path) -> dict[str, str]:
 
 
 def _split(work: Path) -> tuple[Path, Path, Path]:
-    """Hdigit, and its first 90 % and last 10 % as .npz files of the same layout."""
+    """Hdigit in a random order (its file is sorted by class), its first 90 % and its last
+    10 %, as .npz files of the same layout."""
     with np.load(HDIGIT) as z:
         arrays = {name: z[name] for name in z.files}
     n = arrays["labels"].shape[0]
+    order = np.random.default_rng(0).permutation(n)
+    arrays = {k: v[order] for k, v in arrays.items()}
     cut = n - n // 10
-    base, batch = work / "base.npz", work / "batch.npz"
+    union, base, batch = work / "union.npz", work / "base.npz", work / "batch.npz"
+    np.savez(union, **arrays)
     np.savez(base, **{k: v[:cut] for k, v in arrays.items()})
     np.savez(batch, **{k: v[cut:] for k, v in arrays.items()})
-    return HDIGIT, base, batch
+    return union, base, batch
 
 
 def _library(data: Path) -> float:
@@ -93,8 +97,8 @@ def ratios(repeats: int = 3, timeout: float = 1800) -> dict[str, Any]:
             raise RuntimeError(f"{args}: status {m.returncode}; see {m.log}")
         return m
 
-    imports = {m: run_measured(f"import-{m}", ["-c", f"import {m}"], env, logs, 600).seconds
-               for m in ("cli.main", "flows.pipeline")}
+    imports = {m: run_measured(f"import-{m}", [sys.executable, "-c", f"import {m}"], env, logs,
+                               600).seconds for m in ("cli.main", "flows.pipeline")}
     first = run(["cluster", str(base), "--name", "base", "--store", local])
     fresh = run(["cluster", str(union), "--name", "union", "--store", local])
     pairs = [(run(["runs", "--store", local]).seconds,
