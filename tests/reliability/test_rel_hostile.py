@@ -91,7 +91,7 @@ PARAMETERS = [
     (["cluster", "{f}/good.npz", "--base-clusters", "x"], "--base-clusters: expected two"),
     (["cluster", "{f}/good.npz", "--seed", 2**40], "--random-state 1099511627776 must be in"),
     (["cluster", "{f}/good.npz", "--n-jobs", 0], "--n-jobs 0 is not allowed"),
-    (["cluster", "{f}/good.npz", "--k", "abc"], "invalid int value: 'abc'"),
+    (["cluster", "{f}/good.npz", "--k", "abc"], "expected an int or 'auto'; got 'abc'"),
     (["cluster", "{f}/good.npz", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["cluster"], "the following arguments are required: DATA"),
     (["cluster", "{f}/good.npz", "--name", "../escape"], "name (--name) '../escape'"),
