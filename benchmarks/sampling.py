@@ -22,7 +22,7 @@ from joblib import Parallel, delayed
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shapes import SHAPES, make_shape
+from shapes import DIMS, SHAPES, make_shape
 
 import fastmice._consensus as consensus
 from fastmice import (
@@ -70,9 +70,10 @@ def constants(overrides: dict[str, int]):
             setattr(consensus, name, value)
 
 
-def group_graphs(Xs, n_clusters: int, seed: int, n_jobs: int):
+def group_graphs(Xs, n_clusters: int, seed: int, n_jobs: int, n_groups: int = 20):
     """The view groups' specs and graphs of one seed (the fit's own draws)."""
-    params = EnsembleParams(n_clusters=n_clusters, random_state=seed).for_data(
+    params = EnsembleParams(n_clusters=n_clusters, n_groups=n_groups,
+                            random_state=seed).for_data(
         Xs[0].shape[0], len(Xs))
     specs = draw_view_groups([X.shape[1] for X in Xs], Xs[0].shape[0], params,
                              seed=params.root_seed)
@@ -110,15 +111,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--settings", default="default,exact")
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--groups", type=int, default=20)
+    parser.add_argument("--dims", help="view widths, e.g. 236,144,128,160 (default YTF-400's)")
+    parser.add_argument("--noise-scale", type=float, default=1.0)
     args = parser.parse_args(argv)
     if args.shape == "latent":
         from scale_data import latent_views
         Xs, y = latent_views(args.n_samples, args.n_clusters)
     else:
-        Xs, y = make_shape(args.shape, args.n_samples, args.n_clusters)
+        dims = DIMS if args.dims is None else tuple(int(d) for d in args.dims.split(","))
+        Xs, y = make_shape(args.shape, args.n_samples, args.n_clusters, dims=dims,
+                           noise_scale=args.noise_scale)
     for seed in [int(s) for s in args.seeds.split(",")]:
         started = time.perf_counter()
-        root_seed, specs, graphs = group_graphs(Xs, args.n_clusters, seed, args.n_jobs)
+        root_seed, specs, graphs = group_graphs(Xs, args.n_clusters, seed, args.n_jobs,
+                                                args.groups)
         print(f"# {args.shape} {args.n_samples} k={args.n_clusters} seed {seed}: graphs "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         for name in args.settings.split(","):

@@ -93,7 +93,8 @@ def _model(shape: Shape, n_clusters: int, seed: int,
 
 
 def shape_block(shape_name: str, start: int, stop: int, y: np.ndarray, n_clusters: int,
-                seed: int, dims: tuple[int, ...] = DIMS) -> list[np.ndarray]:
+                seed: int, dims: tuple[int, ...] = DIMS,
+                noise_scale: float = 1.0) -> list[np.ndarray]:
     """Rows ``start:stop`` of every view, float32, shapes (stop - start, dims[v])."""
     shape = SHAPE_MODELS[shape_name]
     centres, projections = _model(shape, n_clusters, seed, dims)
@@ -101,7 +102,7 @@ def shape_block(shape_name: str, start: int, stop: int, y: np.ndarray, n_cluster
     z = centres[y[start:stop]] + rng.standard_normal((stop - start, shape.latent_dim))
     views = []
     for v, projection in enumerate(projections):
-        noise = shape.noise[min(v, len(shape.noise) - 1)]
+        noise = noise_scale * shape.noise[min(v, len(shape.noise) - 1)]
         X = rng.standard_normal((stop - start, projection.shape[1]), dtype=np.float32)
         X *= np.float32(noise)
         X += (z @ projection).astype(np.float32)
@@ -112,17 +113,20 @@ def shape_block(shape_name: str, start: int, stop: int, y: np.ndarray, n_cluster
 
 
 def make_shape(shape: str, n_samples: int, n_clusters: int, seed: int = 0,
-               dims: tuple[int, ...] = DIMS) -> tuple[list[np.ndarray], np.ndarray]:
+               dims: tuple[int, ...] = DIMS,
+               noise_scale: float = 1.0) -> tuple[list[np.ndarray], np.ndarray]:
     """The set in memory: float32 views of shape (n_samples, dims[v]) and labels (n,).
 
     ``dims`` other than the default (four views) give other widths, e.g. narrow views
-    for a test; the noise of each view is the shape's (the last view's for any beyond).
+    for a test; the noise of each view is the shape's (the last view's for any beyond),
+    times ``noise_scale`` (narrow views average less noise away than wide ones).
     """
     y = shape_labels(shape, n_samples, n_clusters, seed)
     Xs = [np.empty((n_samples, d), dtype=np.float32) for d in dims]
     for start in range(0, n_samples, _BLOCK):
         stop = min(start + _BLOCK, n_samples)
-        for X, part in zip(Xs, shape_block(shape, start, stop, y, n_clusters, seed, dims),
+        for X, part in zip(Xs, shape_block(shape, start, stop, y, n_clusters, seed, dims,
+                                                 noise_scale),
                            strict=True):
             X[start:stop] = part
     return Xs, y
