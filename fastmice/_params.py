@@ -18,11 +18,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULTS", "METRICS", "PIPELINE_RANDOM_STATE", "EnsembleParams", "check_int",
-           "check_n_jobs", "resolve_seed"]
+__all__ = ["DEFAULTS", "METRICS", "MODES", "PIPELINE_RANDOM_STATE", "EnsembleParams",
+           "check_int", "check_n_jobs", "resolve_seed"]
 
-#: The distances a view can be compared with.
-METRICS = ("euclidean", "cosine")
+#: The distances a view can be compared with; "auto" chooses one from the view's values
+#: (``fastmice._metric_rule``).
+METRICS = ("euclidean", "cosine", "auto")
+#: "paper": the published algorithm as the official code computes it; "best": the choices
+#: of ``fastmice._best`` on top of it (docs/algorithm.md).
+MODES = ("paper", "best")
 #: ``random_state`` ints are seeds of ``numpy.random.RandomState``: ``[0, 2**32)``.
 _SEED_BOUND = 2**32
 
@@ -134,6 +138,7 @@ class EnsembleParams:
     feature_ratio: tuple[float, float] = (0.2, 0.8)
     base_clusters: tuple[float, float] = (1, 2)
     metric: str | tuple[str, ...] = "euclidean"
+    mode: str = "paper"
     random_state: Any = None
     n_jobs: int | None = None
 
@@ -150,6 +155,8 @@ class EnsembleParams:
                              f"with fewer than 1 cluster for n_clusters={k}.")
         normalise("base_clusters", base)
         normalise("metric", _check_metric(self.metric))
+        if self.mode not in MODES:
+            raise ValueError(f"Unknown mode {self.mode!r}; expected one of {MODES}.")
         _check_random_state(self.random_state)
         check_n_jobs(self.n_jobs)
 
