@@ -78,10 +78,12 @@ class FastMICE(ClusterMixin, BaseEstimator):
         Range of the random fraction of features each view keeps in a group.
     base_clusters : (float, float), default=(1, 2)
         Range of base-cluster counts as multiples of ``n_clusters`` ([k, 2k]).
-    metric : {"euclidean", "cosine", "auto"} or list of them, default="euclidean"
+    metric : {"euclidean", "cosine", "auto"}, list of them, or None, default=None
         One for all views or one per view (text views want cosine). "auto" chooses per
         view from its values: cosine for a sparse non-negative view (text, links), else
-        euclidean (``fastmice._metric_rule``); the choice is in ``metrics_``.
+        euclidean (``fastmice._metric_rule``); the choice is in ``metrics_``. None: the
+        mode's default, "euclidean" in the paper mode (as the official code), "auto" in the
+        best mode.
     mode : {"paper", "best"}, default="paper"
         "paper": the published algorithm as its official code computes it. "best": the
         choices of ``fastmice._best`` beyond it (empty rows as missing, base clusterings

@@ -62,8 +62,11 @@ def check_n_jobs(n_jobs: Any) -> int | None:
     return int(n_jobs)
 
 
-def _check_metric(metric: Any) -> str | tuple[str, ...]:
-    """One metric name, or one per view (their number is checked against the data later)."""
+def _check_metric(metric: Any) -> str | tuple[str, ...] | None:
+    """None (the mode's default), one metric name, or one per view (their number is checked
+    against the data later)."""
+    if metric is None:
+        return None
     if isinstance(metric, str):
         if metric not in METRICS:
             raise ValueError(f"Unknown metric {metric!r}; expected one of {METRICS}.")
@@ -137,7 +140,7 @@ class EnsembleParams:
     n_neighbors: int = 5
     feature_ratio: tuple[float, float] = (0.2, 0.8)
     base_clusters: tuple[float, float] = (1, 2)
-    metric: str | tuple[str, ...] = "euclidean"
+    metric: str | tuple[str, ...] | None = None
     mode: str = "paper"
     random_state: Any = None
     n_jobs: int | None = None
@@ -166,11 +169,16 @@ class EnsembleParams:
         Returns
         -------
         params : EnsembleParams
-            With ``metric`` as one name per view.
+            With ``metric`` as one name per view; None (the default) becomes the mode's
+            default metric: "euclidean" in the paper mode (the official code's), "auto" in
+            the best mode (a metric per view from its values, ``fastmice._metric_rule``).
         """
         if self.n_clusters > n_samples:
             raise ValueError(f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
-        metrics = [self.metric] * n_views if isinstance(self.metric, str) else self.metric
+        metric = self.metric
+        if metric is None:
+            metric = "euclidean" if self.mode == "paper" else "auto"
+        metrics = [metric] * n_views if isinstance(metric, str) else metric
         if len(metrics) != n_views:
             raise ValueError(f"metric has {len(metrics)} entries; expected one per view "
                              f"({n_views}).")
