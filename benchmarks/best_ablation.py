@@ -28,8 +28,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fastmice  # noqa: E402
 from _peers_table import load_peers, rank_summary  # noqa: E402
+
+import fastmice  # noqa: E402
 from fastmice import _best  # noqa: E402
 from pipeline.ingest import available_datasets, load_dataset  # noqa: E402
 

@@ -140,7 +140,7 @@ def weighted_incidence(base_labels: np.ndarray, offsets: np.ndarray, n_columns: 
                        weights: np.ndarray) -> sp.csr_matrix:
     """Sample-to-cluster matrix: weight ``weights[j]`` at each sample's cluster of member
     ``j``, nothing where the sample's base label is :data:`UNINFORMED`."""
-    n_samples, n_members = base_labels.shape
+    n_samples = base_labels.shape[0]
     informed = base_labels >= 0
     columns = (base_labels + offsets[None, :])[informed]
     values = np.broadcast_to(weights[None, :], base_labels.shape)[informed]

@@ -157,7 +157,7 @@ class ConsensusPartition:
         """Inverse of :meth:`to_arrays`."""
         partition = BipartitePartition.from_arrays(
             {k: arrays[f"partition_{k}"] for k in ("labels", "anchor_embedding", "centers")})
-        weights = arrays["member_weights"] if "member_weights" in arrays else None
+        weights = arrays.get("member_weights")
         return cls(np.asarray(arrays["labels"]), np.asarray(arrays["offsets"]),
                    np.asarray(arrays["n_base_clusters"]), np.asarray(arrays["used_columns"]),
                    partition, None if weights is None else np.asarray(weights))
