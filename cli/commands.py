@@ -18,7 +18,7 @@ from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text
 from pipeline.ingest import default_dataset_name, read_data, register_batch
 from pipeline.keys import RUN
-from pipeline.params import ensemble_params
+from pipeline.params import ensemble_params, resolved_metrics
 from pipeline.plans import plan_extend, plan_recluster
 from pipeline.resources import check_memory, parse_size
 from pipeline.results import export_labels, labels_damage, rebuild_labels
@@ -87,6 +87,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
                                    "classes of.")
             values["n_clusters"] = len(set(labels.tolist()))
         params = _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
+        values["metric"] = resolved_metrics(params, Xs)  # "auto": the choice, in the record
         _check_memory(args, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
                       max(X.dtype.itemsize for X in Xs))
         check_dask(args.dask)

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "empty_rows",
-           "informed_labels", "member_nmi", "weighted_incidence"]
+           "informed_labels", "member_nmi", "missing_rows", "weighted_incidence"]
 
 #: A base label meaning "this base clustering knows nothing of the sample".
 UNINFORMED = -1
@@ -81,6 +81,12 @@ def empty_rows(X) -> np.ndarray:
         block = np.asarray(X[start:start + step])
         mask[start:start + len(block)] = ~block.any(axis=1)
     return mask
+
+
+def missing_rows(Xs, mode: str) -> list[np.ndarray] | None:
+    """What :func:`fastmice.build_group_graph` takes as ``empty_rows``: each view's all-zero
+    rows in the best mode (missing there), None in the paper mode."""
+    return [empty_rows(X) for X in Xs] if mode == "best" and CHOICES.empty_rows else None
 
 
 def informed_labels(B: sp.spmatrix, labels: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from fastmice._best import CHOICES, empty_rows, informed_labels
+from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._metric_rule import resolve_metrics
@@ -32,10 +32,6 @@ def _predict_group(Xs, spec, anchors, partition, empty, mode: str) -> np.ndarray
     labels = partition.predict(B)
     return informed_labels(B, labels) if mode == "best" else labels
 
-
-def _empty_rows(Xs, mode: str) -> list[np.ndarray] | None:
-    """The best mode's all-zero rows of each view (missing there); None in the paper mode."""
-    return [empty_rows(X) for X in Xs] if mode == "best" and CHOICES.empty_rows else None
 
 
 #: Below this many samples the groups run one after the other whatever ``n_jobs`` says: a
@@ -144,11 +140,9 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _check_params(self, Xs) -> EnsembleParams:
-        """The parameters as one validated :class:`EnsembleParams` for this data, with one
-        concrete metric per view."""
-        params = EnsembleParams(**self.get_params()).for_data(Xs[0].shape[0], len(Xs))
-        return replace(params, metric=resolve_metrics(Xs, params.metric))
+    def _check_params(self, n_samples: int, n_views: int) -> EnsembleParams:
+        """The parameters as one validated :class:`EnsembleParams` for this data."""
+        return EnsembleParams(**self.get_params()).for_data(n_samples, n_views)
 
     def fit(self, Xs, y=None):
         """Cluster the samples described by the views ``Xs``.
@@ -164,10 +158,11 @@ class FastMICE(ClusterMixin, BaseEstimator):
         """
         Xs = check_views(Xs)
         n_samples = Xs[0].shape[0]
-        params = self._check_params(Xs)
+        params = self._check_params(n_samples, len(Xs))
+        params = replace(params, metric=resolve_metrics(Xs, params.metric))
         seed = params.root_seed
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
-        empty = _empty_rows(Xs, params.mode)
+        empty = missing_rows(Xs, params.mode)
         fitted = _run_groups(self.n_jobs, _fit_group,
                              [(Xs, spec, empty, params.mode) for spec in specs], n_samples)
         self.view_groups_ = specs
@@ -197,7 +192,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self, "consensus_")
         Xs = check_views(Xs, n_views=self.n_views_, n_features=self.n_features_in_)
-        empty = _empty_rows(Xs, self.mode)
+        empty = missing_rows(Xs, self.mode)
         base = _run_groups(self.n_jobs, _predict_group, [
             (Xs, spec, anchors, partition, empty, self.mode)
             for spec, anchors, partition in zip(

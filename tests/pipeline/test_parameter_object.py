@@ -29,11 +29,13 @@ from pipeline.results import GroupOutcome, run_record
 #: A value other than the default for every parameter, as typed on the command line ...
 GIVEN = {"n_clusters": "5", "n_groups": "7", "n_anchors": "60", "n_neighbors": "4",
          "feature_ratio": "0.3,0.7", "base_clusters": "1,1.5",
-         "metric": "euclidean,cosine,cosine", "random_state": "11", "n_jobs": "3"}
+         "metric": "euclidean,cosine,cosine", "random_state": "11", "n_jobs": "3",
+         "mode": "paper"}
 #: ... and another one, to see which keys each parameter changes.
 OTHER = {"n_clusters": "6", "n_groups": "8", "n_anchors": "61", "n_neighbors": "3",
          "feature_ratio": "0.3,0.75", "base_clusters": "1,1.6",
-         "metric": "cosine,cosine,cosine", "random_state": "12", "n_jobs": "1"}
+         "metric": "cosine,cosine,cosine", "random_state": "12", "n_jobs": "1",
+         "mode": "best"}
 
 
 def test_names_and_defaults_are_defined_once():
@@ -79,7 +81,7 @@ def test_cli_plan_and_record_carry_the_whole_parameter_object(registered):
     assert plan.params == fastmice.EnsembleParams(
         n_clusters=5, n_groups=7, n_anchors=60, n_neighbors=4, feature_ratio=(0.3, 0.7),
         base_clusters=(1.0, 1.5), metric=("euclidean", "cosine", "cosine"), random_state=11,
-        n_jobs=3)
+        n_jobs=3, mode="paper")
     group = {"group": 0, "anchors": {}, "rows": {}, "computed": True}
     base = {"labels": {}, "partition": {}, "computed": True}
     record = run_record(plan, "r", registered.url, [GroupOutcome(group, [], base)],
