@@ -156,8 +156,7 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     specs : list of ViewGroupSpec
     """
     count = params.n_groups if n_groups is None else n_groups
-    metric = params.metric
-    metrics = [metric] * len(n_features) if isinstance(metric, str) else list(metric)
+    metrics = params.for_data(n_samples, len(n_features)).metric
     if "auto" in metrics:
         raise ValueError("metric 'auto' must be resolved against the data first "
                          "(fastmice._metric_rule.resolve_metrics).")
