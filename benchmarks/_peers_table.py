@@ -56,3 +56,28 @@ def rank_summary(means: dict[str, float], table: dict[str, dict[str, float]]) ->
              for name, nmi in means.items() if name.lower() in table}
     return {"ranks": ranks, "mean_rank": float(np.mean(list(ranks.values()))) if ranks else None,
             "first": sum(r == 1 for r in ranks.values()), "n": len(ranks)}
+
+
+def format_peer_table(rows: list[dict], table: dict[str, dict[str, float]]) -> str:
+    """Our NMI per data set beside the best peer's, with our rank among the 14 methods.
+
+    ``rows`` are :mod:`benchmarks.quality` rows; per data set the row of the metric the
+    data set's INDEX.md entry names (or ``auto``) is ranked.
+    """
+    lines = ["| dataset | metric | NMI | best peer | peer NMI | rank of 14 |",
+             "|---|---|---|---|---|---|"]
+    means = {}
+    for r in rows:
+        name = r["dataset"]
+        if "error" in r or name.lower() not in table or not r.get("ranked"):
+            continue
+        peers = table[name.lower()]
+        peer, score = best_peer(peers)
+        means[name] = r["nmi_mean"]
+        lines.append(f"| {name} | {r['metric']} | {r['nmi_mean']:.3f} ± {r['nmi_std']:.3f} | "
+                     f"{peer} | {score:.3f} | {rank_among_peers(r['nmi_mean'], peers)} |")
+    summary = rank_summary(means, table)
+    if summary["n"]:
+        lines.append(f"\nmean rank {summary['mean_rank']:.2f} over {summary['n']} data sets; "
+                     f"first on {summary['first']}")
+    return "\n".join(lines)
