@@ -116,3 +116,11 @@ def test_the_plan_keeps_what_the_estimator_would_use(registered, blobs):
 def test_n_jobs_sizes_the_task_runner_as_joblib_counts():
     assert task_workers(None) == DEFAULT_WORKERS == 2
     assert [task_workers(n, n_cpus=8) for n in (3, -1, -2, -20)] == [3, 8, 7, 1]
+
+
+def test_paper_mode_keys_are_those_of_stores_written_before_the_mode():
+    from pipeline.keys import _params
+
+    paper = fastmice.EnsembleParams(3, random_state=0).for_data(100, 2)
+    assert "mode" not in _params(paper) and paper.to_dict()["mode"] == "paper"
+    assert _params(dataclasses.replace(paper, mode="best"))["mode"] == "best"
