@@ -49,6 +49,9 @@ class BestChoices:
     all_view_groups : float
         Share of the view groups that take every view (the others draw their views as the
         paper does).
+    all_view_groups_euclidean : float
+        The same share where every view is compared by euclidean distance (dense views,
+        whose every row informs), used instead of ``all_view_groups`` there.
     weighting : {"none", "entropy", "agreement"}
         How base clusterings are weighted in the consensus graph.
     replicates : int
@@ -57,6 +60,7 @@ class BestChoices:
 
     empty_rows: bool = True
     all_view_groups: float = 0.0
+    all_view_groups_euclidean: float = 0.0
     weighting: str = "agreement"
     replicates: int = 3
 

@@ -163,15 +163,17 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     return [
         _draw_one_group(seed, g, n_features, n_samples, params.n_clusters, params.n_anchors,
                         params.n_neighbors, params.feature_ratio, params.base_clusters, metrics,
-                        params.mode == "best" and sees_all_views(g))
+                        params.mode == "best" and sees_all_views(g, metrics))
         for g in range(start, start + count)
     ]
 
 
-def sees_all_views(group_index: int) -> bool:
+def sees_all_views(group_index: int, metrics: Sequence[str]) -> bool:
     """Whether group ``group_index`` of a best-mode ensemble takes every view: a share
-    :attr:`fastmice._best.BestChoices.all_view_groups` of the groups, evenly spread."""
+    (:class:`fastmice._best.BestChoices`) of the groups, evenly spread."""
     from fastmice._best import CHOICES
 
     share = CHOICES.all_view_groups
+    if all(m == "euclidean" for m in metrics):
+        share = CHOICES.all_view_groups_euclidean
     return math.floor((group_index + 1) * share) > math.floor(group_index * share)

@@ -133,3 +133,20 @@ def test_words_and_citations_best_mode_keeps_the_word_views_clusters():
     forced = np.mean([_nmi(y, FastMICE(5, mode="best", metric="euclidean", random_state=s)
                            .fit_predict(Xs)) for s in seeds])
     assert forced >= alone - 0.02
+
+
+def test_groups_that_see_every_view_follow_the_choices(monkeypatch):
+    from fastmice import _best, draw_view_groups
+
+    dense = EnsembleParams(3, n_groups=8, random_state=0, mode="best",
+                           metric="euclidean").for_data(100, 3)
+    paper_draw = draw_view_groups([4, 5, 6], 100, dense, seed=1)
+    assert any(len(s.views) < 3 for s in paper_draw)  # the default: the paper's draw
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(all_view_groups_euclidean=0.5))
+    half = draw_view_groups([4, 5, 6], 100, dense, seed=1)
+    assert [s.views == (0, 1, 2) for s in half][1::2] == [True] * 4
+    assert [s.n_base_clusters for s in half] == [s.n_base_clusters for s in paper_draw]
+    text = EnsembleParams(3, n_groups=8, random_state=0, mode="best",
+                          metric=["euclidean", "cosine", "euclidean"]).for_data(100, 3)
+    assert [s.views for s in draw_view_groups([4, 5, 6], 100, text, seed=1)] == \
+        [s.views for s in paper_draw]  # a cosine view: the share for any data (0) applies
