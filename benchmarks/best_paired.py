@@ -19,11 +19,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale_data import paired_views  # noqa: E402
-from sklearn.cluster import KMeans  # noqa: E402
+from scale_data import paired_views
+from sklearn.cluster import KMeans
 
-from fastmice import FastMICE, _best  # noqa: E402
-from fastmice.metrics import clustering_scores  # noqa: E402
+from fastmice import FastMICE, _best
+from fastmice.metrics import clustering_scores
 
 
 def main(argv: list[str] | None = None) -> int:
