@@ -124,3 +124,21 @@ def test_paper_mode_keys_are_those_of_stores_written_before_the_mode():
     paper = fastmice.EnsembleParams(3, random_state=0).for_data(100, 2)
     assert "mode" not in _params(paper) and paper.to_dict()["mode"] == "paper"
     assert _params(dataclasses.replace(paper, mode="best"))["mode"] == "best"
+
+
+def test_the_command_line_defaults_to_the_best_mode_and_the_library_to_the_paper():
+    from pipeline.params import ensemble_params, resolved_metrics
+
+    given = ensemble_values(build_parser().parse_args(["cluster", "data.npz", "--k", "3"]))
+    params = ensemble_params(300, 2, **given)
+    assert params.mode == "best" and params.metric == ("auto", "auto")
+    assert fastmice.FastMICE(3).mode == DEFAULTS.mode == "paper"
+    chosen = ensemble_params(300, 2, **{**given, "mode": "paper"})
+    assert chosen.mode == "paper" and chosen.metric == ("euclidean", "euclidean")
+    import numpy as np
+    import scipy.sparse as sp
+
+    text = sp.random(300, 500, density=0.01, random_state=0, format="csr")
+    assert resolved_metrics(params, [np.ones((300, 4)), text]) == ["euclidean", "cosine"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["cluster", "data.npz", "--mode", "fast"])
