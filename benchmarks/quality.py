@@ -21,6 +21,10 @@ Usage, from the repository root::
     python benchmarks/quality.py                       # all datasets, 10 seeds
     python benchmarks/quality.py --datasets MSRCv1,3Sources --seeds 2
     python benchmarks/quality.py --metrics cosine --n-jobs 2 --json > quality.json
+    python benchmarks/quality.py --mode best --seeds 10 --n-jobs 2   # metric "auto"
+
+Below the table, the NMI of each data set (its INDEX.md metric, or ``auto``) beside the best
+of the 13 Python peers of ``../shared/reference/peers.md`` and our rank among the 14.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ if str(REPO) not in sys.path:  # a checkout that is not installed: use it in pla
     sys.path.insert(0, str(REPO))
 
 import fastmice  # noqa: E402
+from benchmarks._peers_table import format_peer_table, load_peers  # noqa: E402
 from pipeline.ingest import available_datasets, load_dataset  # noqa: E402
 
 SCORES = ("nmi", "ari", "acc", "purity")
@@ -123,12 +128,14 @@ def plan_rows(
     official: dict[tuple[str, str], dict],
     index_metrics: dict[str, str],
     metrics_filter: list[str] | None,
+    mode: str = "paper",
 ) -> list[tuple[str, str]]:
-    """(dataset, metric) pairs: every official metric of a dataset plus its INDEX metric."""
+    """(dataset, metric) pairs: every official metric of a dataset plus its INDEX metric
+    (the best mode: ``auto``, its own default, alone)."""
     rows = []
     for name in datasets:
-        metrics = {m for (d, m) in official if d == name.lower()}
-        metrics.add(index_metrics.get(name.lower(), "euclidean"))
+        metrics = {m for (d, m) in official if d == name.lower()} if mode == "paper" else set()
+        metrics.add(index_metrics.get(name.lower(), "euclidean") if mode == "paper" else "auto")
         rows += [(name, m) for m in sorted(metrics) if not metrics_filter or m in metrics_filter]
     return rows
 
@@ -139,7 +146,8 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 def run_row(
-    name: str, metric: str, seeds: list[int], n_jobs: int | None, root: Path, progress: str
+    name: str, metric: str, seeds: list[int], n_jobs: int | None, root: Path, progress: str,
+    mode: str = "paper",
 ) -> dict:
     """Cluster one dataset with one metric once per seed; return the row of results."""
     Xs, y = load_dataset(name, root)
@@ -154,7 +162,8 @@ def run_row(
         "runs": [],
     }
     for seed in seeds:
-        model = fastmice.FastMICE(n_clusters=k, metric=metric, random_state=seed, n_jobs=n_jobs)
+        model = fastmice.FastMICE(n_clusters=k, metric=metric, random_state=seed, n_jobs=n_jobs,
+                                  mode=mode)
         start = time.perf_counter()
         labels = model.fit_predict(Xs)
         seconds = time.perf_counter() - start
@@ -331,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="datasets folder (default: ../shared/datasets)")
     parser.add_argument("--official", type=Path, default=OFFICIAL_TABLE, help="official table")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--mode", choices=("paper", "best"), default="paper")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error(f"--seeds={args.seeds} must be >= 1")
@@ -339,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     official = load_official(args.official)
     if not official:
         print(f"note: no official table at {args.official}; comparing nothing", file=sys.stderr)
-    plan = plan_rows(names, official, load_index_metrics(INDEX_TABLE), _split(args.metrics))
+    index_metrics = load_index_metrics(INDEX_TABLE)
+    plan = plan_rows(names, official, index_metrics, _split(args.metrics), args.mode)
     if not plan:
         parser.error("no (dataset, metric) rows left after the filters")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
@@ -347,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for i, (name, metric) in enumerate(plan, start=1):
         try:
-            row = run_row(name, metric, seeds, args.n_jobs, args.root, f"[{i}/{len(plan)}]")
+            row = run_row(name, metric, seeds, args.n_jobs, args.root, f"[{i}/{len(plan)}]",
+                          args.mode)
+            row["ranked"] = metric in ("auto", index_metrics.get(name.lower(), "euclidean"))
         except Exception as exc:  # keep benchmarking the other rows; report at the end
             row = {"dataset": name, "metric": metric, "error": f"{type(exc).__name__}: {exc}"}
             print(f"[{i}/{len(plan)}] {name} {metric}: {row['error']}", file=sys.stderr)
@@ -370,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(rows))
         print()
         print(format_verdict(result))
+        print()
+        print(format_peer_table(rows, load_peers()))
     return 1 if any("error" in r for r in rows) else 0
 
 

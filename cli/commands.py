@@ -22,7 +22,7 @@ from cli.stored import stored_answer, stored_note
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
-from pipeline.params import ensemble_params
+from pipeline.params import ensemble_params, resolved_metrics
 from pipeline.plans import plan_cluster, plan_extend, plan_recluster
 from pipeline.resources import check_memory, parse_size
 from pipeline.results import export_labels, labels_damage, rebuild_labels
@@ -90,6 +90,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         if values["n_clusters"] is None:  # the classes of the labels, else chosen from the data
             values["n_clusters"] = "auto" if labels is None else len(set(labels.tolist()))
         params = _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
+        values["metric"] = resolved_metrics(params, Xs)  # "auto": the choice, in the record
         _check_memory(args, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
                       max(X.dtype.itemsize for X in Xs))
         check_dask(args.dask)

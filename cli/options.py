@@ -11,14 +11,20 @@ import argparse
 import re
 from typing import Any
 
-from pipeline.params import DEFAULT_WORKERS, DEFAULTS, PARAM_NAMES, PIPELINE_RANDOM_STATE
+from pipeline.params import (
+    DEFAULT_WORKERS,
+    DEFAULTS,
+    PARAM_NAMES,
+    PIPELINE_MODE,
+    PIPELINE_RANDOM_STATE,
+)
 
 __all__ = ["OPTIONS", "add_ensemble_options", "ensemble_values", "option_names"]
 
 #: The option of each parameter (``--random-state`` also answers to ``--seed``).
 OPTIONS = {"n_clusters": "--k", "n_groups": "--groups", "n_anchors": "--anchors",
            "n_neighbors": "--neighbors", "feature_ratio": "--feature-ratio",
-           "base_clusters": "--base-clusters", "metric": "--metric",
+           "base_clusters": "--base-clusters", "metric": "--metric", "mode": "--mode",
            "random_state": "--random-state", "n_jobs": "--n-jobs"}
 assert set(OPTIONS) == set(PARAM_NAMES), "every ensemble parameter needs an option"
 
@@ -67,8 +73,12 @@ def add_ensemble_options(parser: argparse.ArgumentParser, k_help: str) -> None:
     add("--base-clusters", type=_pair, metavar="LOW,HIGH",
         help=f"range of a base clustering's cluster count, in multiples of k (default: "
              f"{_default('base_clusters')})")
-    add("--metric", help=f"euclidean or cosine, or one per view, comma-separated (default: "
-                         f"{_default('metric')})")
+    add("--metric", help="euclidean, cosine or auto (cosine for sparse non-negative views), or "
+                         "one per view, comma-separated (default: auto in the best mode, "
+                         "euclidean in the paper mode)")
+    add("--mode", choices=("best", "paper"),
+        help=f"best: the choices beyond the paper (docs/algorithm.md); paper: the published "
+             f"algorithm, as its official code computes it (default: {PIPELINE_MODE})")
     add("--random-state", "--seed", type=int, dest="random_state", metavar="S",
         help=f"random_state of the ensemble (default: {PIPELINE_RANDOM_STATE})")
     add_jobs_option(parser)

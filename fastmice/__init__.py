@@ -6,10 +6,12 @@ pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_gr
 :class:`EnsembleParams`, defined once.
 """
 
+from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
 from fastmice._estimator import FastMICE, fast_mice
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._memory import MemoryEstimate, estimate_memory
+from fastmice._metric_rule import resolve_metrics
 from fastmice._params import EnsembleParams, resolve_seed
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._stages import record_stages, stage
@@ -48,10 +50,13 @@ __all__ = [
     "draw_view_groups",
     "estimate_memory",
     "fast_mice",
+    "informed_labels",
     "is_row_reader",
     "metrics",
+    "missing_rows",
     "partition_bipartite_graph",
     "record_stages",
+    "resolve_metrics",
     "resolve_seed",
     "stage",
     "transform_group_graph",

@@ -78,18 +78,23 @@ class KChoice:
 
 def _cluster_graph(base_labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Dense ``S`` (clusters x clusters) of the base clusterings, on at most AUTO_SAMPLE rows."""
-    n_samples, n_members = base_labels.shape
+    n_samples = base_labels.shape[0]
     if n_samples > AUTO_SAMPLE:
         base_labels = base_labels[np.sort(rng.choice(n_samples, AUTO_SAMPLE, replace=False))]
         n_samples = AUTO_SAMPLE
-    n_base = base_labels.max(axis=0) + 1
-    columns = (base_labels + np.concatenate([[0], np.cumsum(n_base)[:-1]])[None, :]).ravel()
-    B = sp.csr_matrix((np.full(columns.size, 1.0 / n_members), columns,
-                       np.arange(0, columns.size + 1, n_members)),
-                      shape=(n_samples, int(n_base.sum())))  # rows already sum to 1: Dx^-1 B
+    n_base = np.maximum(base_labels.max(axis=0) + 1, 1)
+    offsets = np.concatenate([[0], np.cumsum(n_base)[:-1]])
+    known = base_labels >= 0  # the best mode's -1: the base clustering knows nothing of it
+    counts = known.sum(axis=1)
+    kept = counts > 0
+    base_labels, known, counts = base_labels[kept], known[kept], counts[kept]
+    columns = (base_labels + offsets[None, :])[known]
+    B = sp.csr_matrix((np.ones(columns.size), columns,
+                       np.concatenate([[0], np.cumsum(counts)])),
+                      shape=(base_labels.shape[0], int(n_base.sum())))
     used = np.flatnonzero(np.bincount(columns, minlength=B.shape[1]))
     B = B[:, used]
-    W = (B.T @ (B * n_members)).toarray()  # B^T Dx^-1 B with Dx = n_members
+    W = (B.T @ sp.diags(1.0 / counts) @ B).toarray()  # B^T Dx^-1 B
     dy = W.sum(axis=1)
     scale = 1.0 / np.sqrt(dy)
     return W * scale[:, None] * scale[None, :]

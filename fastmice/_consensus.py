@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastmice._auto_k import KChoice, choose_n_clusters
+from fastmice._best import informed_labels, weighted_incidence
 from fastmice._params import AUTO
 from fastmice._specs import CONSENSUS_STREAM, PARTITION_STREAM, ViewGroupSpec, group_rng
 from fastmice._stages import stage
@@ -52,7 +53,8 @@ def _sample_sizes(n_clusters: int, sample: int | None, kmeans_sample: int,
 
 
 def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
-                  init: BipartitePartition | None = None) -> BipartitePartition:
+                  init: BipartitePartition | None = None, *,
+                  mode: str = "paper") -> BipartitePartition:
     """The base clustering of one view group: Tcut of its graph into ``spec.n_base_clusters``.
 
     Parameters
@@ -64,6 +66,9 @@ def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
         The group's base clustering of the graph's first rows (before new rows were added):
         those samples keep their base labels and the new ones go to its nearest centre
         (:meth:`BipartitePartition.extended`); nothing is recomputed.
+    mode : {"paper", "best"}, default="paper"
+        In the best mode a sample that the graph does not inform (a row of machine-epsilon
+        weights) gets base label -1 (:func:`fastmice._best.informed_labels`).
 
     Returns
     -------
@@ -74,14 +79,19 @@ def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
             raise ValueError(f"init has {init.anchor_embedding.shape[1]} clusters; group "
                              f"{spec.group_index} has {spec.n_base_clusters}.")
         with stage("kmeans"):
-            return init.extended(B)
-    k = spec.n_base_clusters
-    sample, kmeans_sample = _sample_sizes(k, BASE_SAMPLE, BASE_KMEANS_SAMPLE, BASE_PER_CLUSTER)
-    return partition_bipartite_graph(
-        B, k, max_iter=BASE_MAX_ITER, n_init=BASE_N_INIT,
-        rng=group_rng(spec.seed, PARTITION_STREAM), sample_size=sample,
-        kmeans_sample_size=kmeans_sample, full_rounds=BASE_FULL_ROUNDS, init=init,
-        eigen_dtype=BASE_EIGEN_DTYPE)
+            partition = init.extended(B)
+    else:
+        k = spec.n_base_clusters
+        sample, kmeans_sample = _sample_sizes(k, BASE_SAMPLE, BASE_KMEANS_SAMPLE,
+                                              BASE_PER_CLUSTER)
+        partition = partition_bipartite_graph(
+            B, k, max_iter=BASE_MAX_ITER, n_init=BASE_N_INIT,
+            rng=group_rng(spec.seed, PARTITION_STREAM), sample_size=sample,
+            kmeans_sample_size=kmeans_sample, full_rounds=BASE_FULL_ROUNDS, init=init,
+            eigen_dtype=BASE_EIGEN_DTYPE)
+    if mode == "best":
+        partition.labels_ = informed_labels(B, partition.labels_)
+    return partition
 
 
 def _threads(n_jobs: int | None) -> int:
@@ -111,6 +121,9 @@ class ConsensusPartition:
     used_columns : ndarray of int
         Graph columns kept (clusters with at least one sample).
     partition : BipartitePartition
+    member_weights : ndarray of shape (n_members,), optional
+        The best mode's weight of each base clustering (base label -1: no edge); None in
+        the paper mode (every weight 1, every label a cluster).
     k_choice : KChoice or None
         How k was chosen, when it was (``n_clusters="auto"``).
     """
@@ -120,6 +133,7 @@ class ConsensusPartition:
     n_base_clusters: np.ndarray
     used_columns: np.ndarray
     partition: BipartitePartition
+    member_weights: np.ndarray | None = None
     k_choice: KChoice | None = None
 
     @property
@@ -127,17 +141,25 @@ class ConsensusPartition:
         """The number of clusters of the partition."""
         return int(self.partition.centers.shape[0])
 
+    def graph(self, base_labels: np.ndarray) -> sp.csr_matrix:
+        """The consensus graph's rows (kept columns) of samples with these base labels."""
+        n_columns = int(self.offsets[-1] + self.n_base_clusters[-1])
+        if self.member_weights is None:
+            B = _incidence(base_labels, self.offsets, n_columns)
+        else:
+            B = weighted_incidence(base_labels, self.offsets, n_columns, self.member_weights)
+        return B[:, self.used_columns]
+
     def predict(self, base_labels: np.ndarray) -> np.ndarray:
         """Consensus labels of samples given their base labels, shape (n_new, n_members)."""
         base_labels = np.asarray(base_labels, dtype=np.int64)
         if base_labels.ndim != 2 or base_labels.shape[1] != len(self.offsets):
             raise ValueError(f"base_labels must have shape (n_samples, {len(self.offsets)}); "
                              f"got {base_labels.shape}.")
-        if ((base_labels < 0) | (base_labels >= self.n_base_clusters[None, :])).any():
+        lowest = 0 if self.member_weights is None else -1
+        if ((base_labels < lowest) | (base_labels >= self.n_base_clusters[None, :])).any():
             raise ValueError("base_labels hold a label outside 0..n_base_clusters-1.")
-        n_columns = int(self.offsets[-1] + self.n_base_clusters[-1])
-        B = _incidence(base_labels, self.offsets, n_columns)[:, self.used_columns]
-        return self.partition.predict(B)
+        return self.partition.predict(self.graph(base_labels))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Flat dict of arrays (for ``np.savez``)."""
@@ -147,6 +169,8 @@ class ConsensusPartition:
         if self.k_choice is not None:
             arrays.update(k_chosen=np.asarray(self.k_choice.n_clusters),
                           k_candidates=self.k_choice.candidates, k_gaps=self.k_choice.gaps)
+        if self.member_weights is not None:
+            arrays["member_weights"] = self.member_weights
         return arrays
 
     @classmethod
@@ -158,15 +182,17 @@ class ConsensusPartition:
         if "k_chosen" in arrays:
             choice = KChoice(int(arrays["k_chosen"]), np.asarray(arrays["k_candidates"]),
                              np.asarray(arrays["k_gaps"]))
+        weights = arrays.get("member_weights")
         return cls(np.asarray(arrays["labels"]), np.asarray(arrays["offsets"]),
                    np.asarray(arrays["n_base_clusters"]), np.asarray(arrays["used_columns"]),
-                   partition, choice)
+                   partition, None if weights is None else np.asarray(weights), choice)
 
 
 def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed: int,
                         max_iter: int = CONSENSUS_MAX_ITER,
                         n_init: int = CONSENSUS_N_INIT, n_jobs: int | None = None,
-                        init: ConsensusPartition | None = None) -> ConsensusPartition:
+                        init: ConsensusPartition | None = None,
+                        mode: str = "paper") -> ConsensusPartition:
     """Combine base clusterings into one partition by Tcut on the sample-to-cluster graph.
 
     Parameters
@@ -187,6 +213,9 @@ def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed:
         The consensus of the same base clusterings over fewer samples (before new samples
         were added): its eigenvectors are kept and its centres refined over every sample,
         instead of a new Tcut.
+    mode : {"paper", "best"}, default="paper"
+        The best mode weights the base clusterings, skips base labels -1 and keeps the best
+        of several replicates (:func:`fastmice._best_consensus.best_consensus`).
 
     Returns
     -------
@@ -197,8 +226,8 @@ def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed:
         if base_labels.ndim != 2 or base_labels.shape[1] == 0:
             raise ValueError(f"base_labels must be 2-D (n_samples, n_members) with at least "
                              f"one member; got shape {base_labels.shape}.")
-        if base_labels.min(initial=0) < 0:
-            raise ValueError("base_labels must be non-negative integers.")
+        if base_labels.min(initial=0) < (0 if mode == "paper" else -1):
+            raise ValueError("base_labels must be non-negative integers (-1 in the best mode).")
         if init is not None:
             k = init.n_clusters if n_clusters == AUTO else n_clusters
             refined = _refined_consensus(base_labels, k, init, _threads(n_jobs))
@@ -207,8 +236,15 @@ def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed:
         if n_clusters == AUTO:
             choice = choose_n_clusters(base_labels, seed=seed)
             n_clusters = choice.n_clusters
-        return replace(_consensus_partition(base_labels, n_clusters, seed, max_iter, n_init,
-                                            n_jobs), k_choice=choice)
+        if mode == "best":
+            from fastmice._best_consensus import best_consensus
+
+            found = best_consensus(base_labels, n_clusters, seed, max_iter, n_init,
+                                   _threads(n_jobs))
+        else:
+            found = _consensus_partition(base_labels, n_clusters, seed, max_iter, n_init,
+                                         n_jobs)
+        return replace(found, k_choice=choice)
 
 
 def _refined_consensus(base_labels: np.ndarray, n_clusters: int, init: ConsensusPartition,
@@ -217,12 +253,11 @@ def _refined_consensus(base_labels: np.ndarray, n_clusters: int, init: Consensus
             (base_labels >= init.n_base_clusters[None, :]).any():
         raise ValueError("init is the consensus of other base clusterings (different members "
                          "or cluster counts).")
-    n_columns = int(init.offsets[-1] + init.n_base_clusters[-1])
-    B = _incidence(base_labels, init.offsets, n_columns)[:, init.used_columns]
-    partition = partition_bipartite_graph(B, n_clusters, init=init.partition,
+    partition = partition_bipartite_graph(init.graph(base_labels), n_clusters,
+                                          init=init.partition,
                                           full_rounds=REFINE_ROUNDS, n_jobs=n_jobs)
     return ConsensusPartition(partition.labels_, init.offsets, init.n_base_clusters,
-                              init.used_columns, partition)
+                              init.used_columns, partition, init.member_weights)
 
 
 def _consensus_partition(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter: int,

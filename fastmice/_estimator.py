@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
+from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._metric_rule import resolve_metrics
 from fastmice._params import DEFAULTS, EnsembleParams
 from fastmice._specs import ViewGroupSpec, draw_view_groups
 from fastmice._tcut import BipartitePartition
@@ -17,13 +21,17 @@ from fastmice._validation import check_views
 __all__ = ["FastMICE", "fast_mice"]
 
 
-def _fit_group(Xs, spec: ViewGroupSpec) -> tuple[GroupAnchors, BipartitePartition]:
-    B, anchors = build_group_graph(Xs, spec)
-    return anchors, cluster_group(B, spec)
+def _fit_group(Xs, spec: ViewGroupSpec, empty, mode: str
+               ) -> tuple[GroupAnchors, BipartitePartition]:
+    B, anchors = build_group_graph(Xs, spec, empty)
+    return anchors, cluster_group(B, spec, mode=mode)
 
 
-def _predict_group(Xs, spec, anchors, partition) -> np.ndarray:
-    return partition.predict(transform_group_graph(Xs, spec, anchors))
+def _predict_group(Xs, spec, anchors, partition, empty, mode: str) -> np.ndarray:
+    B = transform_group_graph(Xs, spec, anchors, empty)
+    labels = partition.predict(B)
+    return informed_labels(B, labels) if mode == "best" else labels
+
 
 
 #: Below this many samples the groups run one after the other whatever ``n_jobs`` says: a
@@ -68,8 +76,17 @@ class FastMICE(ClusterMixin, BaseEstimator):
         Range of the random fraction of features each view keeps in a group.
     base_clusters : (float, float), default=(1, 2)
         Range of base-cluster counts as multiples of ``n_clusters`` ([k, 2k]).
-    metric : {"euclidean", "cosine"} or list of them, default="euclidean"
-        One for all views or one per view (text views want cosine).
+    metric : {"euclidean", "cosine", "auto"}, list of them, or None, default=None
+        One for all views or one per view (text views want cosine). "auto" chooses per
+        view from its values: cosine for a sparse non-negative view (text, links), else
+        euclidean (``fastmice._metric_rule``); the choice is in ``metrics_``. None: the
+        mode's default, "euclidean" in the paper mode (as the official code), "auto" in the
+        best mode.
+    mode : {"paper", "best"}, default="paper"
+        "paper": the published algorithm as its official code computes it. "best": the
+        choices of ``fastmice._best`` beyond it (empty rows as missing, base clusterings
+        weighted by agreement, the best of several consensus replicates): better and
+        steadier clusters on the benchmarks, at most twice the time (docs/quality.md).
     random_state : int, RandomState, Generator or None, default=None
         Every random draw flows from it.
     n_jobs : int or None, default=None
@@ -93,6 +110,8 @@ class FastMICE(ClusterMixin, BaseEstimator):
         Root seed drawn from ``random_state`` (``EnsembleParams.root_seed``).
     n_views_ : int
     n_features_in_ : list of int
+    metrics_ : tuple of str
+        The metric each view was compared with ("auto" resolved).
 
     References
     ----------
@@ -114,7 +133,8 @@ class FastMICE(ClusterMixin, BaseEstimator):
     def __init__(self, n_clusters, *, n_groups=DEFAULTS.n_groups, n_anchors=DEFAULTS.n_anchors,
                  n_neighbors=DEFAULTS.n_neighbors, feature_ratio=DEFAULTS.feature_ratio,
                  base_clusters=DEFAULTS.base_clusters, metric=DEFAULTS.metric,
-                 random_state=DEFAULTS.random_state, n_jobs=DEFAULTS.n_jobs):
+                 mode=DEFAULTS.mode, random_state=DEFAULTS.random_state,
+                 n_jobs=DEFAULTS.n_jobs):
         self.n_clusters = n_clusters
         self.n_groups = n_groups
         self.n_anchors = n_anchors
@@ -122,6 +142,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.feature_ratio = feature_ratio
         self.base_clusters = base_clusters
         self.metric = metric
+        self.mode = mode
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -144,21 +165,25 @@ class FastMICE(ClusterMixin, BaseEstimator):
         Xs = check_views(Xs)
         n_samples = Xs[0].shape[0]
         params = self._check_params(n_samples, len(Xs))
+        params = replace(params, metric=resolve_metrics(Xs, params.metric))
         seed = params.root_seed
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
-        fitted = _run_groups(self.n_jobs, _fit_group, [(Xs, spec) for spec in specs],
-                             n_samples)
+        empty = missing_rows(Xs, params.mode)
+        fitted = _run_groups(self.n_jobs, _fit_group,
+                             [(Xs, spec, empty, params.mode) for spec in specs], n_samples)
         self.view_groups_ = specs
         self.group_anchors_ = [anchors for anchors, _ in fitted]
         self.base_partitions_ = [partition for _, partition in fitted]
         self.base_labels_ = np.column_stack([p.labels_ for p in self.base_partitions_])
         self.consensus_ = consensus_partition(self.base_labels_, params.n_clusters, seed=seed,
-                                              n_jobs=effective_n_jobs(self.n_jobs))
+                                              n_jobs=effective_n_jobs(self.n_jobs),
+                                              mode=params.mode)
         self.labels_ = self.consensus_.labels_
         self.n_clusters_ = self.consensus_.n_clusters
         choice = self.consensus_.k_choice
         self.k_candidates_ = None if choice is None else choice.ranked()
         self.root_seed_ = seed
+        self.metrics_ = params.metric
         self.n_views_ = len(Xs)
         self.n_features_in_ = [X.shape[1] for X in Xs]
         return self
@@ -176,8 +201,10 @@ class FastMICE(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self, "consensus_")
         Xs = check_views(Xs, n_views=self.n_views_, n_features=self.n_features_in_)
+        empty = missing_rows(Xs, self.mode)
         base = _run_groups(self.n_jobs, _predict_group, [
-            (Xs, spec, anchors, partition) for spec, anchors, partition in zip(
+            (Xs, spec, anchors, partition, empty, self.mode)
+            for spec, anchors, partition in zip(
                 self.view_groups_, self.group_anchors_, self.base_partitions_, strict=True)],
             Xs[0].shape[0])
         return self.consensus_.predict(np.column_stack(base))

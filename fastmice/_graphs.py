@@ -176,16 +176,56 @@ def _graph_block(indices: np.ndarray, weights: np.ndarray, n_columns: int) -> sp
 
 
 def _rows_for_member(X, columns: np.ndarray, index: AnchorIndex, n_neighbors: int,
-                     sigma: float) -> sp.csr_matrix:
+                     sigma: float, empty: np.ndarray | None = None) -> sp.csr_matrix:
     with stage("search"):
         indices, distances = _search_view(X, columns, index, n_neighbors)
     with stage("graph"):
-        return _graph_block(indices, _weights(distances, sigma, index.cosine),
-                            len(index.anchors))
+        weights = _weights(distances, sigma, index.cosine)
+        if empty is not None:
+            weights[empty] = _EPS
+        return _graph_block(indices, weights, len(index.anchors))
+
+
+def _member_graph(X, columns: np.ndarray, spec: ViewGroupSpec, m: int,
+                  rng: np.random.Generator, empty: np.ndarray | None
+                  ) -> tuple[sp.csr_matrix, AnchorIndex, float]:
+    """One member view's block of the group graph, its anchor index and kernel width.
+
+    ``empty`` (best mode): the view's all-zero rows, which draw no anchor, do not set the
+    kernel width and get the weights of a row that informs nothing (machine epsilon).
+    """
+    cosine = spec.metrics[m] == "cosine"
+    with stage("anchors"):
+        filled = None if empty is None or not empty.any() else np.flatnonzero(~empty)
+        if filled is not None and filled.size == 0:
+            filled = None
+        if filled is None:
+            candidates = draw_candidates(X.shape[0], spec.n_anchors, rng)
+        else:
+            candidates = filled[draw_candidates(filled.size, spec.n_anchors, rng)]
+        # Every row is a candidate when N <= 10 p: if the view is then searched in one
+        # block, its restriction to the sampled columns serves the search as well.
+        every_row = candidates.size == X.shape[0]
+        restricted = _restrict(X, columns, slice(None) if every_row else candidates)
+        index = fit_anchor_index(restricted, min(spec.n_anchors, candidates.size),
+                                 spec.n_neighbors, cosine, rng)
+        if not (every_row and X.shape[0] <= SEARCH_BLOCK_ROWS):
+            restricted = None
+    with stage("search"):
+        indices, distances = _search_view(X, columns, index, spec.n_neighbors, restricted)
+    with stage("graph"):
+        kept = distances if filled is None else distances[filled]
+        sigma = np.nan if cosine else float(np.mean(kept, dtype=np.float64)) + _EPS
+        weights = _weights(distances, sigma, cosine)
+        if filled is not None:
+            weights[empty] = _EPS
+        return _graph_block(indices, weights, len(index.anchors)), index, sigma
 
 
 @on_one_blas_thread
-def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix, GroupAnchors]:
+def build_group_graph(Xs: Sequence, spec: ViewGroupSpec,
+                      empty_rows: Sequence[np.ndarray | None] | None = None
+                      ) -> tuple[sp.csr_matrix, GroupAnchors]:
     """Build the view-sharing bipartite graph of one view group.
 
     Parameters
@@ -194,6 +234,9 @@ def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix,
         All views of the data (validated, see :func:`fastmice.check_views`); only the group's
         member views are read.
     spec : ViewGroupSpec
+    empty_rows : list of (ndarray of bool of shape (n_samples,) or None), optional
+        Per view, its all-zero rows, to treat as missing (the best mode,
+        :func:`fastmice._best.empty_rows`); default: every row is a point of every view.
 
     Returns
     -------
@@ -208,23 +251,9 @@ def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix,
     members, sigmas, blocks = [], [], []
     for m in range(len(spec.views)):
         X, columns = _member_columns(Xs, spec, m)
-        cosine = spec.metrics[m] == "cosine"
-        with stage("anchors"):
-            candidates = draw_candidates(X.shape[0], spec.n_anchors, rng)
-            # Every row is a candidate when N <= 10 p: if the view is then searched in one
-            # block, its restriction to the sampled columns serves the search as well.
-            every_row = candidates.size == X.shape[0]
-            restricted = _restrict(X, columns, slice(None) if every_row else candidates)
-            index = fit_anchor_index(restricted, min(spec.n_anchors, X.shape[0]),
-                                     spec.n_neighbors, cosine, rng)
-            if not (every_row and X.shape[0] <= SEARCH_BLOCK_ROWS):
-                restricted = None
-        with stage("search"):
-            indices, distances = _search_view(X, columns, index, spec.n_neighbors, restricted)
-        with stage("graph"):
-            sigma = np.nan if cosine else float(np.mean(distances, dtype=np.float64)) + _EPS
-            blocks.append(_graph_block(indices, _weights(distances, sigma, cosine),
-                                       len(index.anchors)))
+        empty = None if empty_rows is None else empty_rows[spec.views[m]]
+        block, index, sigma = _member_graph(X, columns, spec, m, rng, empty)
+        blocks.append(block)
         members.append(index)
         sigmas.append(sigma)
     with stage("graph"):
@@ -232,8 +261,9 @@ def build_group_graph(Xs: Sequence, spec: ViewGroupSpec) -> tuple[sp.csr_matrix,
 
 
 @on_one_blas_thread
-def transform_group_graph(Xs: Sequence, spec: ViewGroupSpec,
-                          anchors: GroupAnchors) -> sp.csr_matrix:
+def transform_group_graph(Xs: Sequence, spec: ViewGroupSpec, anchors: GroupAnchors,
+                          empty_rows: Sequence[np.ndarray | None] | None = None
+                          ) -> sp.csr_matrix:
     """Rows of a group's graph for (new) samples, with the group's fitted anchors and widths.
 
     Every row depends only on its own sample, so on the training samples this returns the
@@ -245,13 +275,16 @@ def transform_group_graph(Xs: Sequence, spec: ViewGroupSpec,
     Xs : list of ndarray or csr_matrix, each of shape (n_new, n_features_v)
     spec : ViewGroupSpec
     anchors : GroupAnchors
+    empty_rows : list of (ndarray of bool or None), optional
+        As for :func:`build_group_graph`, of the new samples.
 
     Returns
     -------
     graph : csr_matrix of shape (n_new, anchors.n_columns)
     """
     blocks = [
-        _rows_for_member(*_member_columns(Xs, spec, m), index, spec.n_neighbors, sigma)
+        _rows_for_member(*_member_columns(Xs, spec, m), index, spec.n_neighbors, sigma,
+                         None if empty_rows is None else empty_rows[spec.views[m]])
         for m, (index, sigma) in enumerate(zip(anchors.members, anchors.sigmas, strict=True))
     ]
     return sp.hstack(blocks, format="csr")

@@ -18,14 +18,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AUTO", "DEFAULTS", "METRICS", "PIPELINE_RANDOM_STATE", "EnsembleParams",
+__all__ = ["AUTO", "DEFAULTS", "METRICS", "MODES", "PIPELINE_RANDOM_STATE", "EnsembleParams",
            "check_int", "check_n_jobs", "resolve_seed"]
 
 #: ``n_clusters="auto"``: k is chosen from the data (:mod:`fastmice._auto_k`).
 AUTO = "auto"
 
-#: The distances a view can be compared with.
-METRICS = ("euclidean", "cosine")
+#: The distances a view can be compared with; "auto" chooses one from the view's values
+#: (``fastmice._metric_rule``).
+METRICS = ("euclidean", "cosine", "auto")
+#: "paper": the published algorithm as the official code computes it; "best": the choices
+#: of ``fastmice._best`` on top of it (docs/algorithm.md).
+MODES = ("paper", "best")
 #: ``random_state`` ints are seeds of ``numpy.random.RandomState``: ``[0, 2**32)``.
 _SEED_BOUND = 2**32
 
@@ -61,8 +65,11 @@ def check_n_jobs(n_jobs: Any) -> int | None:
     return int(n_jobs)
 
 
-def _check_metric(metric: Any) -> str | tuple[str, ...]:
-    """One metric name, or one per view (their number is checked against the data later)."""
+def _check_metric(metric: Any) -> str | tuple[str, ...] | None:
+    """None (the mode's default), one metric name, or one per view (their number is checked
+    against the data later)."""
+    if metric is None:
+        return None
     if isinstance(metric, str):
         if metric not in METRICS:
             raise ValueError(f"Unknown metric {metric!r}; expected one of {METRICS}.")
@@ -138,7 +145,8 @@ class EnsembleParams:
     n_neighbors: int = 5
     feature_ratio: tuple[float, float] = (0.2, 0.8)
     base_clusters: tuple[float, float] = (1, 2)
-    metric: str | tuple[str, ...] = "euclidean"
+    metric: str | tuple[str, ...] | None = None
+    mode: str = "paper"
     random_state: Any = None
     n_jobs: int | None = None
 
@@ -161,6 +169,8 @@ class EnsembleParams:
                              f"with fewer than 1 cluster for n_clusters={k}.")
         normalise("base_clusters", base)
         normalise("metric", _check_metric(self.metric))
+        if self.mode not in MODES:
+            raise ValueError(f"Unknown mode {self.mode!r}; expected one of {MODES}.")
         _check_random_state(self.random_state)
         check_n_jobs(self.n_jobs)
 
@@ -170,13 +180,18 @@ class EnsembleParams:
         Returns
         -------
         params : EnsembleParams
-            With ``metric`` as one name per view.
+            With ``metric`` as one name per view; None (the default) becomes the mode's
+            default metric: "euclidean" in the paper mode (the official code's), "auto" in
+            the best mode (a metric per view from its values, ``fastmice._metric_rule``).
         """
         if self.n_clusters == AUTO and n_samples < 3:
             raise ValueError(f"n_clusters='auto' needs at least 3 samples; got {n_samples}.")
         if self.n_clusters != AUTO and self.n_clusters > n_samples:
             raise ValueError(f"n_clusters={self.n_clusters} must be <= n_samples={n_samples}.")
-        metrics = [self.metric] * n_views if isinstance(self.metric, str) else self.metric
+        metric = self.metric
+        if metric is None:
+            metric = "euclidean" if self.mode == "paper" else "auto"
+        metrics = [metric] * n_views if isinstance(metric, str) else metric
         if len(metrics) != n_views:
             raise ValueError(f"metric has {len(metrics)} entries; expected one per view "
                              f"({n_views}).")

@@ -95,7 +95,7 @@ class ViewGroupSpec:
 def _draw_one_group(seed: int, group_index: int, n_features: Sequence[int], n_samples: int,
                     n_clusters: int, n_anchors: int, n_neighbors: int,
                     feature_ratio: tuple[float, float], base_clusters: tuple[float, float],
-                    metrics: Sequence[str]) -> ViewGroupSpec:
+                    metrics: Sequence[str], all_views: bool = False) -> ViewGroupSpec:
     rng = group_rng(seed, GROUPS_STREAM, group_index)
     n_views = len(n_features)
     low_k = max(1, math.ceil(base_clusters[0] * n_clusters))
@@ -109,6 +109,8 @@ def _draw_one_group(seed: int, group_index: int, n_features: Sequence[int], n_sa
         for d, r in zip(n_features, ratios, strict=True)
     ]
     views = rng.choice(n_views, group_size, replace=False)
+    if all_views:  # the best mode's groups that see every view (the same draws before)
+        views, group_size = np.arange(n_views), n_views
     p = min(n_anchors, n_samples)
     return ViewGroupSpec(
         group_index=group_index,
@@ -155,11 +157,25 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     specs : list of ViewGroupSpec
     """
     count = params.n_groups if n_groups is None else n_groups
-    metric = params.metric
-    metrics = [metric] * len(n_features) if isinstance(metric, str) else list(metric)
+    metrics = params.for_data(n_samples, len(n_features)).metric
+    if "auto" in metrics:
+        raise ValueError("metric 'auto' must be resolved against the data first "
+                         "(fastmice._metric_rule.resolve_metrics).")
     return [
         _draw_one_group(seed, g, n_features, n_samples, params.reference_k(n_samples),
                         params.n_anchors, params.n_neighbors, params.feature_ratio,
-                        params.base_clusters, metrics)
+                        params.base_clusters, metrics,
+                        params.mode == "best" and sees_all_views(g, metrics))
         for g in range(start, start + count)
     ]
+
+
+def sees_all_views(group_index: int, metrics: Sequence[str]) -> bool:
+    """Whether group ``group_index`` of a best-mode ensemble takes every view: a share
+    (:class:`fastmice._best.BestChoices`) of the groups, evenly spread."""
+    from fastmice._best import CHOICES
+
+    share = CHOICES.all_view_groups
+    if all(m == "euclidean" for m in metrics):
+        share = CHOICES.all_view_groups_euclidean
+    return math.floor((group_index + 1) * share) > math.floor(group_index * share)

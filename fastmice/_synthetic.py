@@ -1,4 +1,5 @@
-"""Synthetic multi-view data: :func:`make_multiview_blobs`, for examples, tests and benchmarks."""
+"""Synthetic multi-view data: :func:`make_multiview_blobs` and
+:func:`make_words_and_citations`, for examples, tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import DTypeLike
 
 from fastmice._params import resolve_seed
 
-__all__ = ["make_multiview_blobs"]
+__all__ = ["make_multiview_blobs", "make_words_and_citations"]
 
 
 
@@ -175,3 +177,36 @@ def _blob_view(rng: np.random.Generator, y: np.ndarray, n_clusters: int, d: int,
         X[start:stop] += latent[start:stop].astype(dtype) @ basis_t
         X[start:stop] += offset
     return X
+
+
+def make_words_and_citations(n_samples: int = 600, n_classes: int = 5, *, vocabulary: int = 400,
+                             words: int = 20, topic_share: float = 0.45,
+                             empty_share: float = 0.6, random_state: object = None
+                             ) -> tuple[list[sp.csr_matrix], np.ndarray]:
+    """A word view and two copies of a sparse citation view (a test of empty rows).
+
+    Each sample draws ``words`` words from its class's topic (share ``topic_share``) mixed
+    with a background shared by all; a share ``empty_share`` of the samples cite nothing,
+    every other one cites one or two samples of its own class.
+
+    Returns
+    -------
+    Xs : list of 3 csr_matrix
+        Word counts (n_samples, vocabulary), then the citation view (n_samples, n_samples)
+        twice.
+    y : ndarray of shape (n_samples,)
+    """
+    rng = np.random.default_rng(_seed_sequence(random_state))
+    y = rng.permutation(np.arange(n_samples) % n_classes)
+    topics = rng.dirichlet(np.full(vocabulary, 0.05), size=n_classes)
+    background = rng.dirichlet(np.ones(vocabulary))
+    mix = topic_share * topics + (1 - topic_share) * background
+    counts = np.vstack([rng.multinomial(words, mix[label]) for label in y]).astype(float)
+    members = [np.flatnonzero(y == c) for c in range(n_classes)]
+    citing, cited = [], []
+    for i in np.flatnonzero(rng.random(n_samples) >= empty_share):
+        targets = rng.choice(members[y[i]], int(rng.integers(1, 3)), replace=False)
+        citing += [i] * len(targets)
+        cited += targets.tolist()
+    C = sp.csr_matrix((np.ones(len(cited)), (citing, cited)), shape=(n_samples, n_samples))
+    return [sp.csr_matrix(counts), C, C.copy()], y

@@ -115,7 +115,8 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | str | None = Non
                     base_clusters: list[float] | None = None,
                     metric: str | list[str] | None = None, random_state: int | None = None,
                     n_jobs: int | None = None, dask_address: str | None = None,
-                    keep_runs: int | None = None) -> dict[str, Any]:
+                    keep_runs: int | None = None,
+                    mode: str | None = None) -> dict[str, Any]:
     """Register the inbox's new batch files, then cluster or recluster the dataset.
 
     Calls :func:`tasks.datasets.register_data` per file, then
@@ -135,7 +136,7 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | str | None = Non
         has a run (later runs reuse the latest run's parameters).
     store_url : str, optional
         Default: ``$FASTMICE_STORE`` or ``./.fastmice``.
-    n_groups, n_anchors, n_neighbors, feature_ratio, base_clusters, metric, random_state
+    n_groups, n_anchors, n_neighbors, feature_ratio, base_clusters, metric, random_state, mode
         The other parameters of the first run (see :func:`flows.pipeline.cluster_flow`).
     n_jobs : int, optional
         Task-runner workers of every run (see :func:`flows.pipeline.cluster_flow`).

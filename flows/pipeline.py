@@ -113,7 +113,8 @@ def cluster_flow(dataset: str, n_clusters: int | str, n_groups: int | None = Non
                  feature_ratio: list[float] | None = None,
                  base_clusters: list[float] | None = None, metric: str | list[str] | None = None,
                  random_state: int | None = None, n_jobs: int | None = None,
-                 store_url: str | None = None, run_name: str | None = None) -> dict:
+                 store_url: str | None = None, run_name: str | None = None,
+                 mode: str | None = None) -> dict:
     """Cluster a registered dataset with a new FastMICE ensemble.
 
     Parameters
@@ -121,11 +122,11 @@ def cluster_flow(dataset: str, n_clusters: int | str, n_groups: int | None = Non
     dataset : str
         A dataset of the store (see ``fastmice cluster`` / ``DatasetStore.create``).
     n_clusters, n_groups, n_anchors, n_neighbors, feature_ratio, base_clusters, metric, \
-random_state, n_jobs
+random_state, n_jobs, mode
         The parameters of :class:`fastmice.FastMICE`; ``None`` (or absent) takes the default
-        (``random_state``: the pipeline's fixed seed; ``metric`` may be comma-separated;
-        ``n_jobs`` is recorded, and sizes the task runner when the caller builds it with
-        :func:`flows.runners.task_runner`).
+        (``random_state``: the pipeline's fixed seed; ``mode``: "best"; ``metric`` may
+        be comma-separated; ``n_jobs`` is recorded, and sizes the task runner when the
+        caller builds it with :func:`flows.runners.task_runner`).
     store_url : str, optional
         Default: ``$FASTMICE_STORE`` or ``./.fastmice``.
     run_name : str, optional

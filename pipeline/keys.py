@@ -69,6 +69,8 @@ def _params(params: EnsembleParams, leave_out: Sequence[str] = ()) -> dict[str, 
     values = params.to_dict()
     for name in (*EXECUTION_ONLY, *leave_out):
         del values[name]
+    if values.get("mode") == "paper":  # keyed as before the mode existed: stores stay reusable
+        del values["mode"]
     return values
 
 

@@ -13,14 +13,20 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from fastmice import EnsembleParams
+from fastmice import EnsembleParams, resolve_metrics
 from fastmice._params import DEFAULTS, PIPELINE_RANDOM_STATE, check_int, check_n_jobs
 
-__all__ = ["DEFAULTS", "DEFAULT_WORKERS", "PARAM_NAMES", "PIPELINE_RANDOM_STATE", "check_int",
-           "check_n_jobs", "ensemble_params", "params_of", "task_workers"]
+__all__ = ["DEFAULTS", "DEFAULT_WORKERS", "PARAM_NAMES", "PIPELINE_MODE", "PIPELINE_RANDOM_STATE",
+           "check_int", "check_n_jobs", "ensemble_params", "params_of", "resolved_metrics",
+           "task_workers"]
 
 #: The parameter names, in the estimator's order.
 PARAM_NAMES = tuple(f.name for f in fields(EnsembleParams))
+
+#: The mode of a pipeline run that is given none: the command line and the deployments
+#: serve users who want the best clusters; the library keeps the published algorithm as its
+#: default (``fastmice.EnsembleParams.mode``).
+PIPELINE_MODE = "best"
 
 #: Task-runner workers when ``n_jobs`` is None: the estimator then fits one view group at a
 #: time (scikit-learn's convention); the pipeline keeps its thread pool of two.
@@ -39,7 +45,7 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
         ``n_clusters`` may be ``"auto"`` (or digits, read as an int); ``metric`` may be a
         comma-separated list (``"euclidean,cosine"``); ``random_state``
         must be an int (default :data:`fastmice._params.PIPELINE_RANDOM_STATE`): a run is
-        written down and must be reproducible.
+        written down and must be reproducible; ``mode`` defaults to :data:`PIPELINE_MODE`.
 
     Returns
     -------
@@ -62,9 +68,15 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
     if isinstance(k, str) and k.strip().isdigit():  # "8" from a deployment's form: an int
         values["n_clusters"] = int(k)
     values.setdefault("random_state", PIPELINE_RANDOM_STATE)
+    values.setdefault("mode", PIPELINE_MODE)
     params = EnsembleParams(**values).for_data(n_samples, n_views)
     params.to_dict()  # a run is written down: a generator as random_state is refused here
     return params
+
+
+def resolved_metrics(params: EnsembleParams, Xs: list) -> list[str]:
+    """The run's metric per view, ``"auto"`` resolved on the data (what its record shows)."""
+    return list(resolve_metrics(Xs, params.metric))
 
 
 def params_of(record: Mapping[str, Any]) -> EnsembleParams:

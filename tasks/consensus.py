@@ -84,7 +84,8 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
             B = pieces[0] if len(pieces) == 1 else sp.vstack(pieces, format="csr")
             start = None if init is None else \
                 fastmice.BipartitePartition.from_arrays(store.get(init))
-        partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec), start)
+        partition = fastmice.cluster_group(B, fastmice.ViewGroupSpec.from_dict(spec), start,
+                                           mode=ensemble.mode)
         return [partition.to_arrays(), np.asarray(partition.labels_)]
 
     (partition, labels), computed, seconds = stored_or_computed(
@@ -127,7 +128,8 @@ def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any
             start = None if init is None else \
                 fastmice.ConsensusPartition.from_arrays(store.get(init))
         return [fastmice.consensus_partition(base_labels, ensemble.n_clusters,
-                                             seed=ensemble.root_seed, init=start).to_arrays()]
+                                             seed=ensemble.root_seed, init=start,
+                                             mode=ensemble.mode).to_arrays()]
 
     refs, computed, seconds = stored_or_computed(store, [(CONSENSUS, key)], compute)
     return {"consensus": refs[0], "computed": computed, "seconds": seconds}

@@ -56,6 +56,7 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
     """
     store = open_store(store_url)
     key = anchors_key(anchor_data, fastmice.EnsembleParams.from_dict(params), spec)
+    mode = fastmice.EnsembleParams.from_dict(params).mode
     outputs = [*((GRAPH_ROWS, rows_key(key, b["fingerprint"])) for b in anchor_data["batches"]),
                (ANCHORS, key)]
 
@@ -63,7 +64,8 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
         with fastmice.stage("read"):  # opened and checksummed; rows are read by the search
             Xs = DatasetStore(store).read_views(anchor_data["name"],
                                                  batches=_batch_ids(anchor_data), rows=True)
-        B, anchors = fastmice.build_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec))
+        B, anchors = fastmice.build_group_graph(
+            Xs, fastmice.ViewGroupSpec.from_dict(spec), fastmice.missing_rows(Xs, mode))
         bounds = np.cumsum([0] + [b["n_samples"] for b in anchor_data["batches"]])
         return [*(B[a:b] for a, b in itertools.pairwise(bounds)), anchors.to_arrays()]
 
@@ -99,6 +101,7 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
     """
     store = open_store(store_url)
     key = anchors_key(anchor_data, fastmice.EnsembleParams.from_dict(params), spec)
+    mode = fastmice.EnsembleParams.from_dict(params).mode
 
     def compute() -> list[Any]:
         with fastmice.stage("read"):
@@ -106,7 +109,7 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
                                                  batches=[batch["batch_id"]], rows=True)
             anchors = fastmice.GroupAnchors.from_arrays(store.get(graph["anchors"]))
         return [fastmice.transform_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec),
-                                               anchors)]
+                                               anchors, fastmice.missing_rows(Xs, mode))]
 
     refs, computed, seconds = stored_or_computed(
         store, [(GRAPH_ROWS, rows_key(key, batch["fingerprint"]))], compute)

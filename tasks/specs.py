@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from prefect import task
 
 import fastmice
 from pipeline.keys import VIEW_GROUPS, specs_key
-from storage import open_store
+from storage import DatasetStore, open_store
 from tasks._options import TASK_OPTIONS
 
 __all__ = ["draw_groups"]
@@ -36,11 +37,16 @@ def draw_groups(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
     specs : list of dict
         ``ViewGroupSpec.to_dict()`` of each group, in group order.
     """
-    ensemble = fastmice.EnsembleParams.from_dict(params)
+    ensemble = keyed = fastmice.EnsembleParams.from_dict(params)
+    if "auto" in ensemble.metric:  # a run not resolved by its command: the rule, on the data
+        Xs = DatasetStore(open_store(store_url)).read_views(
+            anchor_data["name"], batches=[b["batch_id"] for b in anchor_data["batches"]],
+            rows=True)
+        ensemble = replace(ensemble, metric=fastmice.resolve_metrics(Xs, ensemble.metric))
     specs = fastmice.draw_view_groups(anchor_data["n_features"], anchor_data["n_samples"],
                                       ensemble, seed=ensemble.root_seed, start=start,
                                       n_groups=n_groups)
     dicts = [spec.to_dict() for spec in specs]
-    open_store(store_url).put(VIEW_GROUPS, specs_key(anchor_data, ensemble, start, n_groups),
+    open_store(store_url).put(VIEW_GROUPS, specs_key(anchor_data, keyed, start, n_groups),
                               {"specs": dicts})
     return dicts

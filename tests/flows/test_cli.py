@@ -219,7 +219,8 @@ def test_json_commands_end_to_end(prefect_api, files, tmp_path, blobs, split_bat
     assert (summary["dataset"], summary["n_samples"], summary["n_views"]) == ("blobs", 600, 3)
     assert (summary["n_clusters"], summary["groups_computed"]) == (4, 4)  # k from the labels
     assert set(summary["scores"]) == {"nmi", "ari", "acc", "purity"}
-    expected = fastmice.FastMICE(4, n_groups=4, n_anchors=50, random_state=1).fit(Xs).labels_
+    expected = fastmice.FastMICE(4, n_groups=4, n_anchors=50, random_state=1,
+                                 mode="best").fit(Xs).labels_
     table = np.loadtxt(summary["labels_path"], delimiter=",", skiprows=1, dtype=np.int64)
     np.testing.assert_array_equal(table[:, 0], np.arange(600))
     np.testing.assert_array_equal(table[:, 1], expected)
@@ -297,7 +298,8 @@ def test_sigkill_then_rerun_computes_only_the_unfinished_groups(prefect_api, fil
     resumed = _one_json(_cli(args, prefect_api).stdout)
     assert resumed["groups_computed"] == n_groups - finished
     assert resumed["groups_reused"] == finished
-    expected = fastmice.FastMICE(4, n_groups=n_groups, n_anchors=50, random_state=2).fit(
+    expected = fastmice.FastMICE(4, n_groups=n_groups, n_anchors=50, random_state=2,
+                                 mode="best").fit(
         Xs).labels_
     labels = store.get(store.read_record(RUN, resumed["run_id"])["labels"]).column("label")
     np.testing.assert_array_equal(labels.to_numpy(), expected)

@@ -37,7 +37,7 @@ def _kept(store, summary, parent):
 
 
 def _library(Xs, n_groups=M):
-    return fastmice.FastMICE(K, n_groups=n_groups, n_anchors=ANCHORS,
+    return fastmice.FastMICE(K, n_groups=n_groups, n_anchors=ANCHORS, mode="best",
                              random_state=SEED).fit(Xs).labels_
 
 
@@ -100,10 +100,10 @@ def test_failed_group_fails_the_run_and_a_rerun_computes_only_it(prefect_api, re
 
     real = fastmice.cluster_group
 
-    def broken(B, spec, init=None):
+    def broken(B, spec, init=None, **kwargs):
         if spec.group_index == 2:
             raise ValueError("injected failure")
-        return real(B, spec, init)
+        return real(B, spec, init, **kwargs)
 
     monkeypatch.setattr(fastmice, "cluster_group", broken)
     with pytest.raises(GroupsFailedError,
@@ -141,21 +141,24 @@ def test_extend_computes_only_the_new_groups(prefect_api, registered, blobs):
 def _reference_recluster(Xs_old, Xs_new, n_samples_anchor, warm=True):
     """The recluster composed from library calls: anchors from the old batch only; the base
     clusterings and the consensus refine the first run's (``warm``) or start anew."""
-    params = fastmice.EnsembleParams(K, n_groups=M, n_anchors=ANCHORS, random_state=SEED)
+    params = fastmice.EnsembleParams(K, n_groups=M, n_anchors=ANCHORS, random_state=SEED,
+                                     mode="best", metric="euclidean")  # the pipeline's mode
     seed = params.root_seed
     specs = fastmice.draw_view_groups([X.shape[1] for X in Xs_old], n_samples_anchor, params,
                                       seed=seed)
     base, first_base = [], []
+    old_empty = fastmice.missing_rows(Xs_old, "best")
+    new_empty = fastmice.missing_rows(Xs_new, "best")
     for spec in specs:
-        B_old, anchors = fastmice.build_group_graph(Xs_old, spec)
-        B_new = fastmice.transform_group_graph(Xs_new, spec, anchors)
-        first = fastmice.cluster_group(B_old, spec)
+        B_old, anchors = fastmice.build_group_graph(Xs_old, spec, old_empty)
+        B_new = fastmice.transform_group_graph(Xs_new, spec, anchors, new_empty)
+        first = fastmice.cluster_group(B_old, spec, mode="best")
         first_base.append(first.labels_)
         base.append(fastmice.cluster_group(sp.vstack([B_old, B_new], format="csr"), spec,
-                                           first if warm else None).labels_)
-    first = fastmice.consensus_partition(np.column_stack(first_base), K, seed=seed)
+                                           first if warm else None, mode="best").labels_)
+    first = fastmice.consensus_partition(np.column_stack(first_base), K, seed=seed, mode="best")
     return fastmice.consensus_partition(np.column_stack(base), K, seed=seed,
-                                        init=first if warm else None).labels_
+                                        init=first if warm else None, mode="best").labels_
 
 
 def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, blobs,

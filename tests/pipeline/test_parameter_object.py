@@ -29,11 +29,13 @@ from pipeline.results import GroupOutcome, run_record
 #: A value other than the default for every parameter, as typed on the command line ...
 GIVEN = {"n_clusters": "5", "n_groups": "7", "n_anchors": "60", "n_neighbors": "4",
          "feature_ratio": "0.3,0.7", "base_clusters": "1,1.5",
-         "metric": "euclidean,cosine,cosine", "random_state": "11", "n_jobs": "3"}
+         "metric": "euclidean,cosine,cosine", "random_state": "11", "n_jobs": "3",
+         "mode": "paper"}
 #: ... and another one, to see which keys each parameter changes.
 OTHER = {"n_clusters": "6", "n_groups": "8", "n_anchors": "61", "n_neighbors": "3",
          "feature_ratio": "0.3,0.75", "base_clusters": "1,1.6",
-         "metric": "cosine,cosine,cosine", "random_state": "12", "n_jobs": "1"}
+         "metric": "cosine,cosine,cosine", "random_state": "12", "n_jobs": "1",
+         "mode": "best"}
 
 
 def test_names_and_defaults_are_defined_once():
@@ -79,7 +81,7 @@ def test_cli_plan_and_record_carry_the_whole_parameter_object(registered):
     assert plan.params == fastmice.EnsembleParams(
         n_clusters=5, n_groups=7, n_anchors=60, n_neighbors=4, feature_ratio=(0.3, 0.7),
         base_clusters=(1.0, 1.5), metric=("euclidean", "cosine", "cosine"), random_state=11,
-        n_jobs=3)
+        n_jobs=3, mode="paper")
     group = {"group": 0, "anchors": {}, "rows": {}, "computed": True}
     base = {"labels": {}, "partition": {}, "computed": True}
     record = run_record(plan, "r", registered.url, [GroupOutcome(group, [], base)],
@@ -114,3 +116,29 @@ def test_the_plan_keeps_what_the_estimator_would_use(registered, blobs):
 def test_n_jobs_sizes_the_task_runner_as_joblib_counts():
     assert task_workers(None) == DEFAULT_WORKERS == 2
     assert [task_workers(n, n_cpus=8) for n in (3, -1, -2, -20)] == [3, 8, 7, 1]
+
+
+def test_paper_mode_keys_are_those_of_stores_written_before_the_mode():
+    from pipeline.keys import _params
+
+    paper = fastmice.EnsembleParams(3, random_state=0).for_data(100, 2)
+    assert "mode" not in _params(paper) and paper.to_dict()["mode"] == "paper"
+    assert _params(dataclasses.replace(paper, mode="best"))["mode"] == "best"
+
+
+def test_the_command_line_defaults_to_the_best_mode_and_the_library_to_the_paper():
+    from pipeline.params import ensemble_params, resolved_metrics
+
+    given = ensemble_values(build_parser().parse_args(["cluster", "data.npz", "--k", "3"]))
+    params = ensemble_params(300, 2, **given)
+    assert params.mode == "best" and params.metric == ("auto", "auto")
+    assert fastmice.FastMICE(3).mode == DEFAULTS.mode == "paper"
+    chosen = ensemble_params(300, 2, **{**given, "mode": "paper"})
+    assert chosen.mode == "paper" and chosen.metric == ("euclidean", "euclidean")
+    import numpy as np
+    import scipy.sparse as sp
+
+    text = sp.random(300, 500, density=0.01, random_state=0, format="csr")
+    assert resolved_metrics(params, [np.ones((300, 4)), text]) == ["euclidean", "cosine"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["cluster", "data.npz", "--mode", "fast"])

@@ -45,7 +45,7 @@ def make_data(folder: Path) -> dict[str, Any]:
     save_views_dir(folder / "new", [np.ascontiguousarray(X[N_FIRST:]) for X in Xs], y[N_FIRST:])
 
     def fit(n_groups: int) -> np.ndarray:
-        return fastmice.FastMICE(K, n_groups=n_groups, n_anchors=ANCHORS,
+        return fastmice.FastMICE(K, n_groups=n_groups, n_anchors=ANCHORS, mode="best",
                                  random_state=SEED).fit(first).labels_
 
     return {"dir": folder, "tiny": folder / "tiny", "new": folder / "new",

@@ -54,7 +54,8 @@ def test_groups_run_depth_first_on_the_pool(width, registered, blobs, monkeypatc
     # When group g's graph starts, at least g - width + 1 groups are whole.
     late = [g for i, (step, g) in enumerate(events) if step == "graph"
             and sum(s == "base" for s, _ in events[:i]) < g - width + 1]
-    expected = fastmice.FastMICE(4, n_groups=M, n_anchors=40, random_state=SEED).fit(
+    expected = fastmice.FastMICE(4, n_groups=M, n_anchors=40, random_state=SEED,
+                                 mode="best").fit(
         blobs[0]).labels_
     same = np.array_equal(registered.get(registered.read_record(
         "run", summary["run_id"])["labels"]).column("label").to_numpy(), expected)
@@ -75,7 +76,8 @@ def test_a_run_killed_half_way_keeps_whole_groups(data, prefect_api, tmp_path, b
     store = open_store(store_dir)
     whole = counts(store, BASE_LABELS)[BASE_LABELS]
     rerun = one_json(run_cli(args, prefect_api).stdout)
-    expected = fastmice.FastMICE(K, n_groups=M, n_anchors=ANCHORS, random_state=SEED).fit(
+    expected = fastmice.FastMICE(K, n_groups=M, n_anchors=ANCHORS, random_state=SEED,
+                                 mode="best").fit(
         [np.load(data["tiny"] / f"view{v}.npy") for v in range(2)]).labels_
     same = np.array_equal(labels_of(store, rerun["run_id"]), expected)
     ok = (killed.returncode == -9 and whole >= 2 and rerun["groups_computed"] == M - whole

@@ -21,7 +21,7 @@ N_GROUPS = 3
 
 def _ensemble(n_samples, n_groups=N_GROUPS, seed=5):
     return ensemble_params(n_samples, 3, n_clusters=4, n_groups=n_groups, random_state=seed,
-                           n_anchors=50)
+                           n_anchors=50, metric="euclidean")
 
 
 def _params(n_samples, n_groups=N_GROUPS, seed=5):
@@ -86,7 +86,7 @@ def test_group_tasks_reproduce_the_library_and_skip_stored_work(registered, blob
         assert not again["computed"]
 
     result = consensus_tasks.consensus.fn(url, bases, params)
-    library = fastmice.FastMICE(4, n_groups=N_GROUPS, n_anchors=50,
+    library = fastmice.FastMICE(4, n_groups=N_GROUPS, n_anchors=50, mode=params["mode"],
                                 random_state=params["random_state"]).fit(Xs)
     np.testing.assert_array_equal(registered.get(result["consensus"])["labels"],
                                   library.labels_)

@@ -82,3 +82,20 @@ def test_the_pipeline_and_the_command_line_read_auto():
     with pytest.raises(SystemExit) as exit_info:  # a usage error: one line, status 1
         build_parser().parse_args(["cluster", "x.npz", "--k", "many"])
     assert exit_info.value.code == 1
+
+
+def test_the_best_modes_unknown_base_labels_are_left_out_of_the_choice():
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(4), 150)
+    members = [np.where(rng.random(truth.size) < 0.1, rng.integers(0, 8, truth.size),
+                        truth * 2 + rng.integers(0, 2, truth.size)) for _ in range(10)]
+    base_labels = np.column_stack(members)
+    clean = choose_n_clusters(base_labels, seed=0)
+    unknown = base_labels.copy()
+    unknown[rng.random(base_labels.shape) < 0.3] = -1  # what groups of empty rows leave
+    unknown[:5] = -1  # samples no base clustering knows
+    assert clean.n_clusters == 4
+    assert choose_n_clusters(unknown, seed=0).n_clusters == 4
+    fitted = FastMICE("auto", mode="best", random_state=0).fit(
+        make_multiview_blobs(600, n_clusters=4, random_state=0)[0])
+    assert fitted.n_clusters_ == 4 and fitted.k_candidates_[0][0] == 4

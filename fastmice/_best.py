@@ -1,0 +1,159 @@
+"""The choices of ``mode="best"``, beyond the published algorithm (docs/algorithm.md).
+
+Each choice is made from the data alone (never from labels, never per data set) and was
+kept because it helped across the shared benchmarks (docs/quality.md, "The best mode"):
+
+* **Empty rows carry no information.** A sample whose row of a view is all zero (a missing
+  view, an empty document) is not a point of that view: it draws no anchor and, in a view
+  group, is placed by the group's other views only. A sample that no member view of a group
+  informs (every member row empty, or, under cosine, sharing no feature with any anchor) is
+  left out of that base clustering (base label ``-1``) instead of being glued to whatever
+  anchors tie.
+* **Base clusterings weighted by agreement.** In the consensus graph each base clustering
+  counts in proportion to its mean agreement (NMI) with the others, so that base
+  clusterings of uninformative view groups (one giant cluster and near-singletons) count
+  little, and balanced but arbitrary ones too, while an imbalanced clustering that the
+  others share keeps its weight.
+* **Several consensus replicates.** The consensus is cut :data:`BestChoices.replicates`
+  times (their own random streams) and the replicate that agrees best with the weighted
+  base clusterings (average NMI, the clustering-ensemble objective) is kept.
+
+:data:`CHOICES` holds the switches (``benchmarks/best_ablation.py`` turns each off in turn).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "empty_rows",
+           "informed_labels", "member_nmi", "missing_rows", "weighted_incidence"]
+
+#: A base label meaning "this base clustering knows nothing of the sample".
+UNINFORMED = -1
+#: A graph row whose weights sum below this informs nothing (an informed member row has
+#: unit L2 norm, an uninformed one at most ``n_neighbors`` weights of machine epsilon).
+_INFORMED_ROW_SUM = 1e-6
+
+
+@dataclass(frozen=True)
+class BestChoices:
+    """The switches of the best mode (all on by default).
+
+    Attributes
+    ----------
+    empty_rows : bool
+        All-zero rows of a view are missing in it; uninformed samples get base label -1.
+    all_view_groups : float
+        Share of the view groups that take every view (the others draw their views as the
+        paper does).
+    all_view_groups_euclidean : float
+        The same share where every view is compared by euclidean distance (dense views,
+        whose every row informs), used instead of ``all_view_groups`` there.
+    weighting : {"none", "entropy", "agreement"}
+        How base clusterings are weighted in the consensus graph.
+    replicates : int
+        Consensus replicates, the best by average NMI with the base clusterings kept.
+    """
+
+    empty_rows: bool = True
+    all_view_groups: float = 0.0
+    all_view_groups_euclidean: float = 0.0
+    weighting: str = "agreement"
+    replicates: int = 3
+
+
+#: The choices in force (a benchmark may replace it to measure each one's effect).
+CHOICES = BestChoices()
+
+
+def empty_rows(X) -> np.ndarray:
+    """Boolean mask of the all-zero rows of a view, shape (n_samples,).
+
+    Dense views and row readers are read a block of rows at a time.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        return np.diff(X.indptr) == 0 if not (X.data == 0).any() else \
+            np.asarray(abs(X).sum(axis=1)).ravel() == 0
+    n = X.shape[0]
+    mask = np.empty(n, dtype=bool)
+    step = 8192
+    for start in range(0, n, step):
+        block = np.asarray(X[start:start + step])
+        mask[start:start + len(block)] = ~block.any(axis=1)
+    return mask
+
+
+def missing_rows(Xs, mode: str) -> list[np.ndarray] | None:
+    """What :func:`fastmice.build_group_graph` takes as ``empty_rows``: each view's all-zero
+    rows in the best mode (missing there), None in the paper mode."""
+    return [empty_rows(X) for X in Xs] if mode == "best" and CHOICES.empty_rows else None
+
+
+def informed_labels(B: sp.spmatrix, labels: np.ndarray) -> np.ndarray:
+    """``labels`` with :data:`UNINFORMED` for the rows of ``B`` that carry no weight."""
+    row_sums = np.asarray(sp.csr_matrix(B).sum(axis=1)).ravel()
+    out = np.asarray(labels, dtype=np.int64).copy()
+    out[row_sums < _INFORMED_ROW_SUM] = UNINFORMED
+    return out
+
+
+def _entropy(counts: np.ndarray) -> float:
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def member_nmi(a: np.ndarray, b: np.ndarray) -> float:
+    """NMI (square-root normalised) of two labelings over the samples both inform."""
+    both = (a >= 0) & (b >= 0)
+    if both.sum() < 2:
+        return 0.0
+    a, b = a[both], b[both]
+    joint = np.bincount(a * (int(b.max()) + 1) + b)
+    ha, hb = _entropy(np.bincount(a)), _entropy(np.bincount(b))
+    if ha <= 0 or hb <= 0:
+        return 0.0
+    return max(0.0, (ha + hb - _entropy(joint)) / np.sqrt(ha * hb))
+
+
+def agreement_weights(base_labels: np.ndarray, weighting: str) -> np.ndarray:
+    """One weight per base clustering (column of ``base_labels``), mean 1.
+
+    ``"agreement"``: its mean NMI with the other base clusterings; ``"entropy"``: its
+    entropy over the samples it informs, normalised by ``log k``; ``"none"``: ones.
+    """
+    n_members = base_labels.shape[1]
+    if weighting == "none" or n_members == 1:
+        return np.ones(n_members)
+    if weighting == "entropy":
+        raw = np.empty(n_members)
+        for j in range(n_members):
+            counts = np.bincount(base_labels[base_labels[:, j] >= 0, j])
+            raw[j] = _entropy(counts) / np.log(max(2, np.count_nonzero(counts)))
+    elif weighting == "agreement":
+        pairs = np.zeros((n_members, n_members))
+        for i in range(n_members):
+            for j in range(i + 1, n_members):
+                pairs[i, j] = pairs[j, i] = member_nmi(base_labels[:, i], base_labels[:, j])
+        raw = pairs.sum(axis=1) / (n_members - 1)
+    else:
+        raise ValueError(f"Unknown weighting {weighting!r}.")
+    if raw.sum() <= 0:
+        return np.ones(n_members)
+    return raw * (n_members / raw.sum())
+
+
+def weighted_incidence(base_labels: np.ndarray, offsets: np.ndarray, n_columns: int,
+                       weights: np.ndarray) -> sp.csr_matrix:
+    """Sample-to-cluster matrix: weight ``weights[j]`` at each sample's cluster of member
+    ``j``, nothing where the sample's base label is :data:`UNINFORMED`."""
+    n_samples = base_labels.shape[0]
+    informed = base_labels >= 0
+    columns = (base_labels + offsets[None, :])[informed]
+    values = np.broadcast_to(weights[None, :], base_labels.shape)[informed]
+    indptr = np.concatenate([[0], np.cumsum(informed.sum(axis=1))])
+    return sp.csr_matrix((values.astype(np.float64), columns, indptr),
+                         shape=(n_samples, n_columns))

@@ -1,0 +1,68 @@
+"""The best mode's consensus: weighted base clusterings, replicates chosen by agreement."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastmice import _best
+from fastmice._specs import CONSENSUS_STREAM, group_rng
+from fastmice._tcut import partition_bipartite_graph
+
+__all__ = ["best_consensus"]
+
+
+def _weighted_agreement(labels: np.ndarray, base_labels: np.ndarray,
+                        weights: np.ndarray) -> float:
+    """Average NMI of ``labels`` with the base clusterings, weighted (the ensemble's
+    objective: the consensus that shares most information with its members)."""
+    scores = [_best.member_nmi(labels, base_labels[:, j]) for j in range(base_labels.shape[1])]
+    return float(np.dot(weights, scores) / weights.sum())
+
+
+def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter: int,
+                   n_init: int, n_jobs: int):
+    """The consensus of the best mode (:mod:`fastmice._best`).
+
+    Parameters
+    ----------
+    base_labels : ndarray of shape (n_samples, n_members)
+        Labels ``0..k_j-1``, or -1 where a base clustering knows nothing of a sample.
+    n_clusters, seed, max_iter, n_init, n_jobs
+        As :func:`fastmice.consensus_partition`.
+
+    Returns
+    -------
+    consensus : ConsensusPartition
+        With ``member_weights`` set.
+    """
+    from fastmice._consensus import (
+        CONSENSUS_FULL_ROUNDS,
+        CONSENSUS_KMEANS_SAMPLE,
+        CONSENSUS_PER_CLUSTER,
+        CONSENSUS_SAMPLE,
+        ConsensusPartition,
+        _sample_sizes,
+    )
+
+    choices = _best.CHOICES
+    n_base_clusters = np.maximum(base_labels.max(axis=0) + 1, 1)
+    offsets = np.concatenate([[0], np.cumsum(n_base_clusters)[:-1]])
+    weights = _best.agreement_weights(base_labels, choices.weighting)
+    B = _best.weighted_incidence(base_labels, offsets, int(n_base_clusters.sum()), weights)
+    used_columns = np.flatnonzero(np.asarray(B.sum(axis=0)).ravel() > 0)
+    B = B[:, used_columns]
+    sample, kmeans_sample = _sample_sizes(n_clusters, CONSENSUS_SAMPLE,
+                                          CONSENSUS_KMEANS_SAMPLE, CONSENSUS_PER_CLUSTER)
+    best, best_score = None, -np.inf
+    for replicate in range(max(1, choices.replicates)):
+        stream = (CONSENSUS_STREAM,) if replicate == 0 else (CONSENSUS_STREAM, replicate)
+        partition = partition_bipartite_graph(
+            B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
+            n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
+            full_rounds=CONSENSUS_FULL_ROUNDS)
+        score = _weighted_agreement(partition.labels_, base_labels, weights) \
+            if choices.replicates > 1 else 0.0
+        if score > best_score:
+            best, best_score = partition, score
+    return ConsensusPartition(best.labels_, offsets, n_base_clusters, used_columns, best,
+                              weights)
