@@ -5,7 +5,8 @@ Each function takes the numbers of one figure (:mod:`pipeline.report`) and retur
 pyplot, no global state, safe in threads). Dense layers (the map's points, heatmaps) are
 rasterised inside the SVG, so that a figure of 20,000 points stays small; text, axes and
 bars stay vectors. Each figure salts its SVG ids with its own name, so that several figures
-inline in one page never share an id.
+inline in one page never share an id. Each figure is drawn once (its tight box is measured,
+not drawn) and its SVG is stripped of indentation, comments and unused group ids.
 """
 
 from __future__ import annotations
