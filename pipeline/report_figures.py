@@ -5,12 +5,14 @@ Each function takes the numbers of one figure (:mod:`pipeline.report`) and retur
 pyplot, no global state, safe in threads). Dense layers (the map's points, heatmaps) are
 rasterised inside the SVG, so that a figure of 20,000 points stays small; text, axes and
 bars stay vectors. Each figure salts its SVG ids with its own name, so that several figures
-inline in one page never share an id.
+inline in one page never share an id. Each figure is drawn once (its tight box is measured,
+not drawn) and its SVG is stripped of indentation, comments and unused group ids.
 """
 
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 import numpy as np
@@ -22,6 +24,10 @@ __all__ = ["agreement", "cluster_sizes", "colour_table", "confusion", "label_cha
 
 _BLUE, _ORANGE, _GREY = "#4C72B0", "#DD8452", "#8C8C8C"
 _DPI = 110
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_BETWEEN_TAGS = re.compile(r">\s+<")
+_GROUP_ID = re.compile(r'<g id="[^"]*">')
+_NEWLINES = re.compile(r"\s*\n\s*")
 
 
 def colour_table(n: int) -> np.ndarray:
@@ -37,12 +43,23 @@ def colour_table(n: int) -> np.ndarray:
 
 
 def _svg(fig: Figure, name: str) -> str:
+    # The tight box is measured without a draw (savefig's bbox_inches="tight" draws the
+    # figure twice); the markup is stripped of its indentation and comments, which the
+    # figure does not need.
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"fastmice-{name}", "svg.fonttype": "path"}):
-        fig.savefig(buffer, format="svg", dpi=_DPI, bbox_inches="tight",
+        box = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+        fig.savefig(buffer, format="svg", dpi=_DPI, bbox_inches=box,
                     metadata={"Date": None, "Title": name})
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return _minify(text[text.index("<svg"):])
+
+
+def _minify(svg: str) -> str:
+    """Matplotlib's SVG without comments, the ids of its groups (nothing refers to them) and
+    the whitespace between and inside elements (path data keeps one space between numbers)."""
+    svg = _GROUP_ID.sub("<g>", _COMMENT.sub("", svg))
+    return _NEWLINES.sub(" ", _BETWEEN_TAGS.sub("><", svg)).strip()
 
 
 def _ticks(ax, axis: str, n: int, names: list[str] | None = None, most: int = 30) -> None:
@@ -78,7 +95,9 @@ def cluster_sizes(sizes: np.ndarray) -> str:
 def _scatter(ax, xy: np.ndarray, codes: np.ndarray, n_colours: int, title: str) -> None:
     colours = colour_table(n_colours)[codes]
     size = 4.0 if len(xy) <= 5000 else 1.5
-    ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=size, linewidths=0, alpha=0.7, rasterized=True)
+    # Rasterised without anti-aliasing: the points' few distinct colours compress well.
+    ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=size, linewidths=0, alpha=0.7, rasterized=True,
+               antialiased=False)
     ax.set_title(title, fontsize=10)
     ax.set_xticks([])
     ax.set_yticks([])

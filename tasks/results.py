@@ -8,8 +8,6 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from pipeline.report import build_report
-from pipeline.report_render import report_markdown
 from pipeline.results import finish_run
 from storage import open_store
 from tasks._options import TASK_OPTIONS
@@ -69,6 +67,10 @@ def report_artifact(store_url: str, run_id: str, dataset: str) -> bool:
     The run is finished and stored before this runs: a report that cannot be drawn is
     logged as a warning and does not fail the run (``fastmice report RUN`` draws it again).
     """
+    # Imported here: matplotlib (0.3-0.6 s) loads only in the process that draws.
+    from pipeline.report import build_report
+    from pipeline.report_render import report_markdown
+
     try:
         report = build_report(open_store(store_url), run_id)
     except Exception as exc:  # the labels are stored: never fail a finished run for a figure
