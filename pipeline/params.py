@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from fastmice import EnsembleParams, resolve_metrics
 from fastmice._params import DEFAULTS, PIPELINE_RANDOM_STATE, check_int, check_n_jobs
+from storage import DatasetStore
 
 __all__ = ["DEFAULTS", "DEFAULT_WORKERS", "PARAM_NAMES", "PIPELINE_MODE", "PIPELINE_RANDOM_STATE",
-           "check_int", "check_n_jobs", "ensemble_params", "params_of", "resolved_metrics",
+           "check_int", "check_n_jobs", "drawn_params", "ensemble_params", "params_of",
+           "resolved_metrics",
            "task_workers"]
 
 #: The parameter names, in the estimator's order.
@@ -77,6 +79,20 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
 def resolved_metrics(params: EnsembleParams, Xs: list) -> list[str]:
     """The run's metric per view, ``"auto"`` resolved on the data (what its record shows)."""
     return list(resolve_metrics(Xs, params.metric))
+
+
+def drawn_params(store: Any, params: EnsembleParams,
+                 anchor_data: Mapping[str, Any]) -> EnsembleParams:
+    """``params`` as a run's view groups were drawn with them: ``metric="auto"`` resolved on
+    the run's anchor batches (``anchor_data``: :func:`pipeline.keys.dataset_ref`), read by
+    rows. A run started by the command line has it resolved already (its record shows the
+    choice); a deployment's run may not."""
+    if "auto" not in params.metric:
+        return params
+    Xs = DatasetStore(store).read_views(
+        anchor_data["name"], batches=[b["batch_id"] for b in anchor_data["batches"]],
+        rows=True)
+    return replace(params, metric=resolve_metrics(Xs, params.metric))
 
 
 def params_of(record: Mapping[str, Any]) -> EnsembleParams:

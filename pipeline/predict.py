@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 import fastmice
 from pipeline.keys import anchors_key, dataset_ref
-from pipeline.params import params_of, task_workers
+from pipeline.params import drawn_params, params_of, task_workers
 from pipeline.runs import read_run
 from storage import DatasetStore
 
@@ -71,13 +71,14 @@ def load_model(store: Any, run_id: str) -> StoredModel:
     record = read_run(store, run_id)
     manifest = DatasetStore(store).manifest(record["dataset"])
     anchor_data = dataset_ref(manifest, record["anchor_batches"])
-    params = params_of(record).for_data(anchor_data["n_samples"], anchor_data["n_views"])
+    keyed = params_of(record).for_data(anchor_data["n_samples"], anchor_data["n_views"])
+    params = drawn_params(store, keyed, anchor_data)
     specs = fastmice.draw_view_groups(anchor_data["n_features"], anchor_data["n_samples"],
                                       params, seed=params.root_seed, start=0,
                                       n_groups=params.n_groups)
     groups = sorted(record["groups"], key=lambda g: g["group"])
     for spec, group in zip(specs, groups, strict=True):
-        if anchors_key(anchor_data, params, spec.to_dict()) != group["anchors"]["key"]:
+        if anchors_key(anchor_data, keyed, spec.to_dict()) != group["anchors"]["key"]:
             raise ValueError(f"Run {run_id}: view group {spec.group_index} cannot be drawn "
                              f"again as it was (made by other code: CODE_VERSION "
                              f"{record.get('code_version')}); rerun it to label new samples.")

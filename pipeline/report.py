@@ -20,6 +20,7 @@ import numpy as np
 import fastmice
 from pipeline import report_figures as figures
 from pipeline.keys import dataset_ref
+from pipeline.params import drawn_params
 from pipeline.report_stats import (
     compare_labels,
     consensus_map,
@@ -176,9 +177,9 @@ def _agreement_section(run: _Run) -> Section:
 
 
 def _groups_section(store: Any, record: dict[str, Any]) -> Section:
-    params = fastmice.EnsembleParams.from_dict(record["params"])
     anchors = dataset_ref(DatasetStore(store).manifest(record["dataset"]),
                           record["anchor_batches"])
+    params = drawn_params(store, fastmice.EnsembleParams.from_dict(record["params"]), anchors)
     specs = fastmice.draw_view_groups(anchors["n_features"], anchors["n_samples"], params,
                                       seed=params.root_seed, start=0, n_groups=params.n_groups)
     share = np.full((len(specs), record["n_views"]), np.nan)

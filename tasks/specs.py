@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from prefect import task
 
 import fastmice
 from pipeline.keys import VIEW_GROUPS, specs_key
-from storage import DatasetStore, open_store
+from pipeline.params import drawn_params
+from storage import open_store
 from tasks._options import TASK_OPTIONS
 
 __all__ = ["draw_groups"]
@@ -37,12 +37,8 @@ def draw_groups(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
     specs : list of dict
         ``ViewGroupSpec.to_dict()`` of each group, in group order.
     """
-    ensemble = keyed = fastmice.EnsembleParams.from_dict(params)
-    if "auto" in ensemble.metric:  # a run not resolved by its command: the rule, on the data
-        Xs = DatasetStore(open_store(store_url)).read_views(
-            anchor_data["name"], batches=[b["batch_id"] for b in anchor_data["batches"]],
-            rows=True)
-        ensemble = replace(ensemble, metric=fastmice.resolve_metrics(Xs, ensemble.metric))
+    keyed = fastmice.EnsembleParams.from_dict(params)
+    ensemble = drawn_params(open_store(store_url), keyed, anchor_data)
     specs = fastmice.draw_view_groups(anchor_data["n_features"], anchor_data["n_samples"],
                                       ensemble, seed=ensemble.root_seed, start=start,
                                       n_groups=n_groups)

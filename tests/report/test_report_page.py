@@ -194,3 +194,22 @@ def test_a_run_without_labels_has_no_confusion_matrix_and_a_bounded_map(prefect_
     assert report.sections[1].figure.count("<image") == 1  # by cluster only
     bounded = build_report(store, run["run_id"], max_points=100)
     assert bounded.sections[1].caption.startswith("100 of 600 samples (drawn at random)")
+
+
+
+def test_a_flow_run_with_metric_auto_in_its_record_labels_new_samples(extended_run, blobs):
+    """A run started by a flow (a deployment's) keeps ``metric="auto"`` in its record; its
+    groups were drawn with the metric chosen on the data, and so are they again here."""
+    from fastmice.metrics import clustering_scores
+    from pipeline.predict import load_model, predict_labels
+    from pipeline.runs import read_run
+    from storage import labels_from_table
+
+    store, first, _ = extended_run
+    record = read_run(store, first["run_id"])
+    assert set(record["params"]["metric"]) == {"auto"}
+    model = load_model(store, first["run_id"])
+    assert "auto" not in model.params.metric
+    _, columns, _ = labels_from_table(store.get(record["labels"]))
+    Xs, _ = blobs
+    assert clustering_scores(columns["label"], predict_labels(model, Xs, None))["ari"] >= 0.9
