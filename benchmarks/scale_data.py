@@ -123,6 +123,17 @@ def paired_views(n_samples: int, n_clusters: int = 20, dims: Sequence[int] = PEE
                      **options)
 
 
+def already_written(directory: Path, meta: dict) -> bool:
+    """Whether ``directory`` holds the set ``meta`` describes; if not, it is made ready for
+    writing (created, its stale ``meta.json`` removed: written last, once the set is)."""
+    meta_path = directory / "meta.json"
+    if meta_path.exists() and json.loads(meta_path.read_text()) == meta:
+        return True
+    directory.mkdir(parents=True, exist_ok=True)
+    meta_path.unlink(missing_ok=True)
+    return False
+
+
 def write_views_dir(directory: Path, kind: str, n_samples: int, n_clusters: int, *,
                     seed: int = 0, dtype: str = "float32",
                     rows: tuple[int, int] | None = None) -> tuple[Path, float]:
@@ -137,12 +148,9 @@ def write_views_dir(directory: Path, kind: str, n_samples: int, n_clusters: int,
     start, stop = rows or (0, n_samples)
     meta = {"format": _FORMAT, "kind": kind, "n_samples": n_samples, "n_clusters": n_clusters,
             "dims": list(dims), "seed": seed, "dtype": dtype, "rows": [start, stop]}
-    meta_path = directory / "meta.json"
-    if meta_path.exists() and json.loads(meta_path.read_text()) == meta:
+    if already_written(directory, meta):
         return directory, 0.0
     started = time.perf_counter()
-    directory.mkdir(parents=True, exist_ok=True)
-    meta_path.unlink(missing_ok=True)
     y = _labels(n_samples, n_clusters, seed)
     files = [np.lib.format.open_memmap(directory / f"view{v}.npy", mode="w+", dtype=dtype,
                                        shape=(stop - start, d)) for v, d in enumerate(dims)]
@@ -156,5 +164,5 @@ def write_views_dir(directory: Path, kind: str, n_samples: int, n_clusters: int,
             out.flush()  # written pages go to the page cache, not this process
     del files
     np.save(directory / "labels.npy", y[start:stop])
-    meta_path.write_text(json.dumps(meta))
+    (directory / "meta.json").write_text(json.dumps(meta))
     return directory, time.perf_counter() - started

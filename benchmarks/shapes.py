@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scale_data import already_written
 
 DIMS = (944, 576, 512, 640)
 SHAPES = ("skewed", "small", "partial")
@@ -141,12 +142,9 @@ def write_shape_dir(directory: Path, shape: str, n_samples: int, n_clusters: int
     """
     meta = {"format": _FORMAT, "shape": shape, "n_samples": n_samples,
             "n_clusters": n_clusters, "seed": seed}
-    meta_path = directory / "meta.json"
-    if meta_path.exists() and json.loads(meta_path.read_text()) == meta:
+    if already_written(directory, meta):
         return directory, 0.0
     started = time.perf_counter()
-    directory.mkdir(parents=True, exist_ok=True)
-    meta_path.unlink(missing_ok=True)
     y = shape_labels(shape, n_samples, n_clusters, seed)
     files = [np.lib.format.open_memmap(directory / f"view{v}.npy", mode="w+",
                                        dtype=np.float32, shape=(n_samples, d))
@@ -160,7 +158,7 @@ def write_shape_dir(directory: Path, shape: str, n_samples: int, n_clusters: int
             out.flush()
     del files
     np.save(directory / "labels.npy", y)
-    meta_path.write_text(json.dumps(meta))
+    (directory / "meta.json").write_text(json.dumps(meta))
     return directory, time.perf_counter() - started
 
 

@@ -36,6 +36,8 @@ EVERY = 10**12
 
 def _shapes_module():
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "shapes.py"
+    if str(path.parent) not in sys.path:  # the benchmarks import each other by file name
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location("benchmark_shapes", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
