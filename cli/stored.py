@@ -28,6 +28,7 @@ def stored_answer(store: Any, plan: Plan) -> dict[str, Any] | None:
         return None
     summary = run_summary(record)
     summary.update(groups_computed=0, groups_reused=record["n_groups"], work={},
+                   group_work={"reused": record["n_groups"]}, consensus_work="reused",
                    seconds=0.0, stages={}, answered_from_store=True)
     return summary
 

@@ -55,6 +55,7 @@ def test_a_stored_run_is_answered_without_prefect_unless_a_server_is_set(prefect
     assert again["answered_from_store"] is True
     assert again["run_id"] == first["run_id"] and again["labels_path"] == first["labels_path"]
     assert (again["groups_computed"], again["groups_reused"]) == (0, 3)
+    assert (again["group_work"], again["consensus_work"]) == ({"reused": 3}, "reused")
     assert again["scores"] == first["scores"]
     assert len(list_runs(open_store(str(store)))) == 1  # nothing written
 
