@@ -8,7 +8,7 @@ pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_gr
 
 from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
-from fastmice._estimator import FastMICE, fast_mice
+from fastmice._estimator import FastMICE, fast_mice, predict_group_labels
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._memory import MemoryEstimate, estimate_memory
 from fastmice._metric_rule import resolve_metrics
@@ -55,6 +55,7 @@ __all__ = [
     "metrics",
     "missing_rows",
     "partition_bipartite_graph",
+    "predict_group_labels",
     "record_stages",
     "resolve_metrics",
     "resolve_seed",

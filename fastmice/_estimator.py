@@ -27,7 +27,10 @@ def _fit_group(Xs, spec: ViewGroupSpec, empty, mode: str
     return anchors, cluster_group(B, spec, mode=mode)
 
 
-def _predict_group(Xs, spec, anchors, partition, empty, mode: str) -> np.ndarray:
+def predict_group_labels(Xs, spec, anchors, partition, empty, mode: str) -> np.ndarray:
+    """Base labels of new samples ``Xs`` in one fitted view group, shape (n_new,): their
+    graph rows through the group's ``anchors`` (``empty``: :func:`fastmice.missing_rows`),
+    assigned by its ``partition``; in the best mode -1 where the group knows nothing."""
     B = transform_group_graph(Xs, spec, anchors, empty)
     labels = partition.predict(B)
     return informed_labels(B, labels) if mode == "best" else labels
@@ -112,6 +115,9 @@ class FastMICE(ClusterMixin, BaseEstimator):
     n_features_in_ : list of int
     metrics_ : tuple of str
         The metric each view was compared with ("auto" resolved).
+    mode_ : str
+        The mode the ensemble was fitted in: ``mode``, but "paper" for more than
+        ``BEST_MODE_MAX_SAMPLES`` samples (``fastmice._params``).
 
     References
     ----------
@@ -184,6 +190,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.k_candidates_ = None if choice is None else choice.ranked()
         self.root_seed_ = seed
         self.metrics_ = params.metric
+        self.mode_ = params.mode  # "paper" above BEST_MODE_MAX_SAMPLES samples
         self.n_views_ = len(Xs)
         self.n_features_in_ = [X.shape[1] for X in Xs]
         return self
@@ -201,9 +208,9 @@ class FastMICE(ClusterMixin, BaseEstimator):
         """
         check_is_fitted(self, "consensus_")
         Xs = check_views(Xs, n_views=self.n_views_, n_features=self.n_features_in_)
-        empty = missing_rows(Xs, self.mode)
-        base = _run_groups(self.n_jobs, _predict_group, [
-            (Xs, spec, anchors, partition, empty, self.mode)
+        empty = missing_rows(Xs, self.mode_)
+        base = _run_groups(self.n_jobs, predict_group_labels, [
+            (Xs, spec, anchors, partition, empty, self.mode_)
             for spec, anchors, partition in zip(
                 self.view_groups_, self.group_anchors_, self.base_partitions_, strict=True)],
             Xs[0].shape[0])

@@ -155,9 +155,12 @@ def label_samples(store: Any, run_id: str, Xs: list[Any], *, metric: str | None 
 def predict_labels(model: StoredModel, Xs: list[Any], n_jobs: int | None) -> np.ndarray:
     """Labels of ``Xs`` (checked by :func:`check_new_views`) by a stored model: each
     group's base labels (groups in ``n_jobs`` threads), then the consensus over them."""
+    mode = model.params.mode
+    empty = fastmice.missing_rows(Xs, mode)
+
     def base_labels(g: int) -> np.ndarray:
-        B = fastmice.transform_group_graph(Xs, model.specs[g], model.anchors[g])
-        return model.partitions[g].predict(B)
+        return fastmice.predict_group_labels(Xs, model.specs[g], model.anchors[g],
+                                             model.partitions[g], empty, mode)
 
     workers = 1 if n_jobs is None else task_workers(n_jobs)
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -150,3 +150,13 @@ def test_groups_that_see_every_view_follow_the_choices(monkeypatch):
                           metric=["euclidean", "cosine", "euclidean"]).for_data(100, 3)
     assert [s.views for s in draw_view_groups([4, 5, 6], 100, text, seed=1)] == \
         [s.views for s in paper_draw]  # a cosine view: the share for any data (0) applies
+
+
+def test_the_best_mode_applies_up_to_its_measured_size_and_keeps_its_metric_rule():
+    from fastmice._params import BEST_MODE_MAX_SAMPLES
+
+    small = EnsembleParams(3, mode="best").for_data(BEST_MODE_MAX_SAMPLES, 2)
+    large = EnsembleParams(3, mode="best").for_data(BEST_MODE_MAX_SAMPLES + 1, 2)
+    assert (small.mode, small.metric) == ("best", ("auto", "auto"))
+    assert (large.mode, large.metric) == ("paper", ("auto", "auto"))
+    assert large.for_data(BEST_MODE_MAX_SAMPLES + 1, 2) == large
