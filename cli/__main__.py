@@ -2,6 +2,6 @@
 
 import sys
 
-from cli.main import main
+from cli.launch import main
 
 sys.exit(main())

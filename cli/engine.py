@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -17,7 +18,8 @@ from cli.embedded_api import reap_stale_servers
 from cli.output import CommandError, Output, ProgressBar
 from cli.prefect_home import api_configured, choose_prefect_home
 
-__all__ = ["check_dask", "configure_environment", "run_flow", "start_embedded_api"]
+__all__ = ["check_dask", "configure_environment", "joined_shared_server", "run_flow",
+           "start_embedded_api"]
 
 
 def configure_environment(verbose: bool) -> None:
@@ -60,6 +62,12 @@ def check_dask(address: str | None) -> None:
 _api_start: threading.Thread | None = None
 _api_failure: list[BaseException] = []
 _own_home = False
+_joined_shared = False
+
+
+def joined_shared_server() -> bool:
+    """Whether this command joined (or started) the shared local API server."""
+    return _joined_shared
 
 
 def shared_api() -> bool:
@@ -97,7 +105,9 @@ def start_embedded_api() -> None:
         timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", 120))
 
         def join() -> None:  # Prefect is imported only after this, by run_flow
+            global _joined_shared
             os.environ["PREFECT_API_URL"] = join_shared_server(home, timeout)
+            _joined_shared = True
 
         _start_in_background(join)
         return
@@ -155,8 +165,13 @@ def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | Non
              **parameters: Any) -> dict[str, Any]:
     """Run one of the pipeline's flows in this process, with the progress bar, on
     :func:`flows.runners.task_runner` ``(n_jobs, dask)``."""
+    prefect_loaded = "prefect.context" in sys.modules  # in a warm process (cli.warm)
     start_embedded_api()  # if the command has not started it yet
     wait_for_api()
+    if prefect_loaded:  # imported before this command set its variables: read them again
+        from prefect.context import refresh_global_settings_context
+
+        refresh_global_settings_context()
     from flows import pipeline
     from flows.runners import task_runner
     from pipeline.progress import listen

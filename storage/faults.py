@@ -19,8 +19,8 @@ or several separated by commas, each ``STAGE:OCCURRENCE[:ACTION]``:
 * ``OCCURRENCE`` is ``N`` (the N-th time this process passes a matching point, from 1) or
   ``N+`` (the N-th time and every later one);
 * ``ACTION`` is ``kill`` (``SIGKILL`` to this process: a crash, the default), ``term``
-  (``SIGTERM``), ``int`` (``SIGINT``) or ``enospc`` (an ``OSError`` "No space left on
-  device", as a full disk gives).
+  (``SIGTERM``), ``int`` (``SIGINT``), ``enospc`` (an ``OSError`` "No space left on
+  device", as a full disk gives) or ``sleep`` (a 1 s pause: a slow step, to interrupt).
 
 For example ``FASTMICE_FAULT=write:anchor-graph:2`` kills the process while it writes its
 second graph file, and ``FASTMICE_FAULT='write:*:1+:enospc'`` makes every artifact write
@@ -35,6 +35,7 @@ import functools
 import os
 import signal
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import IO, Any
@@ -43,7 +44,7 @@ __all__ = ["FAULT_ENV", "fault_point", "guard_writes", "reset"]
 
 #: The environment variable holding the fault rules.
 FAULT_ENV = "FASTMICE_FAULT"
-_ACTIONS = ("kill", "term", "int", "enospc")
+_ACTIONS = ("kill", "term", "int", "enospc", "sleep")
 
 _lock = threading.Lock()
 _counts: Counter[int] = Counter()
@@ -100,6 +101,9 @@ def fault_point(stage: str) -> None:
 def _act(action: str, stage: str) -> None:
     if action == "enospc":
         raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (injected at {stage})")
+    if action == "sleep":
+        time.sleep(1.0)
+        return
     os.kill(os.getpid(), {"kill": signal.SIGKILL, "term": signal.SIGTERM,
                           "int": signal.SIGINT}[action])
 

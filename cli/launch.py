@@ -1,0 +1,166 @@
+"""The ``fastmice`` console script: run the command in a warm process when one is ready.
+
+A command that runs a flow pays for importing numpy, scipy, scikit-learn, Prefect and
+matplotlib (about 3 s on a quiet 2-core machine, 5-10 s on a busy one) before it does any
+work. When commands share fastmice's local API server (:mod:`cli.shared_api`), the first
+such command also starts a *warm process* (:mod:`cli.warm`) that has imported all of it and
+lives as long as the server does. Later commands connect to it over a Unix socket, hand it
+their arguments, working directory, environment and standard streams, and it runs each in
+a forked child with everything already imported: the command's output, exit status,
+Ctrl-C and ``kill -9`` behave as for a command run in place.
+
+This module imports only the standard library (and :mod:`cli.prefect_home`, which imports
+nothing else): it decides in milliseconds whether a warm process can take the command, and
+otherwise runs it here (:func:`cli.main.main`). ``FASTMICE_WARM=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cli.prefect_home import choose_prefect_home
+
+__all__ = ["OFF", "main", "warm_socket"]
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cli", "fastmice", "flows", "pipeline", "storage", "tasks")
+OFF = ("0", "", "false", "no")
+#: Environment variables a warm process reads once, at import: a command whose values differ
+#: goes to another warm process (or runs in place).
+_KEYED_PREFIXES = ("PREFECT_", "FASTMICE_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NUMEXPR_",
+                   "DASK_", "MPL", "LC_", "LANG", "PYTHON", "HOME", "TMP", "PATH")
+#: ... except those the command reads when it runs.
+_PER_COMMAND = ("FASTMICE_STORE", "FASTMICE_DEBUG", "FASTMICE_WARM", "FASTMICE_FAULT")
+
+
+def _code_fingerprint() -> list[object]:
+    """What makes a warm process stale: our sources' and the installed packages' times."""
+    stamps: list[object] = [os.path.abspath(sys.executable), str(ROOT), sys.version]
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).glob("*.py")):
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                stamps.append((path.name, stat.st_mtime_ns, stat.st_size))
+    for folder in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        with contextlib.suppress(OSError):
+            stamps.append(os.stat(folder).st_mtime_ns)
+    with contextlib.suppress(OSError):
+        stamps.append((Path.home() / ".prefect" / "profiles.toml").stat().st_mtime_ns)
+    return stamps
+
+
+def _shared(environ: Mapping[str, str]) -> bool:
+    """Whether this command would share the local API server (as :func:`cli.engine.shared_api`
+    decides), without changing ``environ``."""
+    own_home = choose_prefect_home(dict(environ)) is not None
+    setting = environ.get("FASTMICE_SHARED_API")
+    return own_home if setting is None else setting not in OFF
+
+
+def warm_socket(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The socket of the warm process that may run a command in ``environ``; None when no
+    warm process may (``FASTMICE_WARM=0``, or no shared API server)."""
+    if environ.get("FASTMICE_WARM", "1") in OFF or not _shared(environ):
+        return None
+    keyed = sorted((name, value) for name, value in environ.items()
+                   if name.startswith(_KEYED_PREFIXES) and name not in _PER_COMMAND)
+    key = hashlib.sha256(repr([keyed, _code_fingerprint()]).encode()).hexdigest()[:20]
+    folder = Path(tempfile.gettempdir()) / f"fastmice-warm-{os.getuid()}"
+    return folder / f"{key}.sock"
+
+
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is ours alone (a socket there is not someone else's trap)."""
+    try:
+        stat = folder.stat()
+    except OSError:
+        return False
+    return stat.st_uid == os.getuid() and not stat.st_mode & 0o077
+
+
+def _send_request(connection: socket.socket, argv: Sequence[str]) -> None:
+    """Arguments, working directory, environment and umask, with the standard streams."""
+    umask = os.umask(0)
+    os.umask(umask)
+    payload = json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ),
+                          "umask": umask}).encode()
+    message = struct.pack("!I", len(payload)) + payload
+    sent = socket.send_fds(connection, [message], [0, 1, 2])
+    connection.sendall(message[sent:])
+
+
+def _relay(connection: socket.socket) -> int:
+    """Forward signals to the command's process until it says its exit status."""
+    reader = connection.makefile("rb")
+    child: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child[0], signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, forward)
+    for line in reader:
+        message = json.loads(line)
+        if "pid" in message:
+            child.append(int(message["pid"]))
+        elif "exit" in message:
+            return int(message["exit"])
+    print("fastmice: the command's process ended without an exit status (killed?); rerun "
+          "the same command to resume.", file=sys.stderr)
+    return 1
+
+
+def _run_warm(argv: Sequence[str]) -> int | None:
+    """The exit status of the command run by a warm process; None if none took it."""
+    if any(arg in ("-v", "--verbose") for arg in argv):
+        return None  # Prefect's log levels are set when it is imported
+    path = warm_socket()
+    if path is None or not _private(path.parent):
+        return None
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.settimeout(2.0)
+        connection.connect(str(path))
+        _send_request(connection, argv)
+        connection.settimeout(None)
+    except OSError:
+        connection.close()
+        return None  # none there, or one that is going away: run it here
+    with connection:
+        return _relay(connection)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fastmice`` console script; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    status = _run_warm(argv)
+    if status is not None:
+        return status
+    environ = dict(os.environ)  # before the command sets Prefect's variables
+    from cli.main import main as run_here
+
+    status = run_here(argv)
+    from cli.engine import joined_shared_server
+
+    if joined_shared_server():
+        from cli.warm import spawn
+
+        spawn(environ)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
