@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WARM_MODULES = ("cli.main", "flows.pipeline", "flows.runners", "pipeline.progress",
                 "pipeline.report", "pipeline.report_render", "pipeline.report_figures",
                 "matplotlib.backends.backend_svg", "prefect.artifacts")
+#: ... and those of an optional extra, when installed (s3fs: ~0.8 s).
+OPTIONAL_MODULES = ("s3fs",)
 
 
 def _lock(path: Path) -> int | None:
@@ -245,6 +247,9 @@ def serve(path: Path) -> int:
         return 0
     for module in WARM_MODULES:
         __import__(module)
+    for module in OPTIONAL_MODULES:
+        with contextlib.suppress(ImportError):
+            __import__(module)
     if threading.active_count() != 1:  # forking a process with threads is not safe
         print(f"threads after imports: {threading.enumerate()}; not serving", file=sys.stderr)
         return 1
