@@ -18,7 +18,7 @@ from typing import Any
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text, stage_line
-from cli.stored import stored_answer, stored_note
+from cli.stored import answer_unchanged_files, stored_answer, stored_note
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
@@ -27,6 +27,7 @@ from pipeline.plans import plan_cluster, plan_extend, plan_recluster
 from pipeline.resources import check_memory, parse_size
 from pipeline.results import export_labels, labels_damage, rebuild_labels
 from pipeline.runs import list_runs, new_run_id, read_run, run_summary
+from pipeline.sources import remember_source, source_stamp
 from storage import DatasetStore, open_store, validate_name
 from storage.fsck import check_store
 
@@ -85,15 +86,25 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
                 params = _checked(ensemble_params, n_samples, len(n_features), **values)
                 _check_memory(args, params, n_samples, n_features, itemsize)
 
+        check_dask(args.dask)
+        stamp = source_stamp(args.data, name, args.id_column)
+        quick = None if args.run_name else answer_unchanged_files(store, stamp, name, values)
+        if quick is not None:
+            stage_line(output, "ingest", f"{quick['n_samples']} samples, {quick['n_views']} "
+                       f"views already stored (files unchanged since they were registered)")
+            quick["dataset_registered"] = False
+            return _finish(store, quick, out, output)
         Xs, labels, ids = read_samples(args.data, id_column=args.id_column,
                                        on_shapes=refuse_early)
         if values["n_clusters"] is None:  # the classes of the labels, else chosen from the data
             values["n_clusters"] = "auto" if labels is None else len(set(labels.tolist()))
         params = _checked(ensemble_params, Xs[0].shape[0], len(Xs), **values)
         values["metric"] = resolved_metrics(params, Xs)  # "auto": the choice, in the record
+        given = [params.metric] * len(Xs) if isinstance(params.metric, str) else params.metric
+        auto_metrics = [m if g == "auto" else None for g, m in zip(given, values["metric"],
+                                                                    strict=True)]
         _check_memory(args, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
                       max(X.dtype.itemsize for X in Xs))
-        check_dask(args.dask)
         if args.run_name is not None:
             new_run_id(store, name, args.run_name)
         new_dataset = not DatasetStore(store).exists(name)
@@ -107,6 +118,10 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         stage_line(output, "ingest", f"{Xs[0].shape[0]} samples, {len(Xs)} views "
                    f"{'stored' if registered else 'already stored'} "
                    f"({time.time() - started:.1f} s)")
+        if stamp is not None:
+            remember_source(store, stamp, name, DatasetStore(store).manifest(name),
+                            None if labels is None else len(set(labels.tolist())),
+                            auto_metrics)
         del Xs
         summary = None if new_dataset or args.run_name else stored_answer(
             store, plan_cluster(store, name, **values))

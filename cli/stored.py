@@ -12,11 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from cli.prefect_home import api_configured
-from pipeline.plans import Plan
+from pipeline.params import ensemble_params
+from pipeline.plans import Plan, plan_cluster
 from pipeline.runs import run_summary
+from pipeline.sources import recall_source
 from pipeline.stored import stored_run
 
-__all__ = ["stored_answer", "stored_note"]
+__all__ = ["answer_unchanged_files", "stored_answer", "stored_note"]
 
 
 def stored_answer(store: Any, plan: Plan) -> dict[str, Any] | None:
@@ -31,6 +33,37 @@ def stored_answer(store: Any, plan: Plan) -> dict[str, Any] | None:
                    group_work={"reused": record["n_groups"]}, consensus_work="reused",
                    seconds=0.0, stages={}, answered_from_store=True)
     return summary
+
+
+def answer_unchanged_files(store: Any, stamp: str | None, dataset: str,
+                           values: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored answer to ``cluster`` of files unchanged since they were registered as
+    ``dataset`` (:mod:`pipeline.sources`), found without reading them; else None.
+
+    ``values`` are the command's ensemble parameters (``None``: not given), completed as
+    the usual path completes them from the data: k from the labels' classes, ``"auto"``
+    metrics by the rule's choice for each view.
+    """
+    if stamp is None or api_configured():
+        return None
+    source = recall_source(store, stamp, dataset)
+    if source is None:
+        return None
+    values = dict(values)
+    if values["n_clusters"] is None:
+        values["n_clusters"] = source["n_classes"] or "auto"
+    try:
+        params = ensemble_params(source["n_samples"], source["n_views"], **values)
+    except ValueError:
+        return None  # the usual path says what is wrong
+    given = [params.metric] * source["n_views"] if isinstance(params.metric, str) \
+        else list(params.metric)
+    metrics = [auto if m == "auto" else m
+               for m, auto in zip(given, source["auto_metrics"], strict=True)]
+    if None in metrics:
+        return None  # "auto" for a view whose choice was not kept: read the data
+    values["metric"] = metrics
+    return stored_answer(store, plan_cluster(store, dataset, **values))
 
 
 def stored_note(summary: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from pipeline.keys import (
 )
 from pipeline.params import params_of
 from pipeline.runs import list_runs
+from pipeline.sources import forget_sources
 from storage import ArtifactIntegrityError, ArtifactNotFoundError, DatasetStore, validate_name
 from storage.activity import GC_LOCK, live
 from storage.datasets import IDS_KIND, LABELS_KIND, RECORD_KIND, VIEW_KIND
@@ -178,6 +179,7 @@ def collect_garbage(store: Any, *, dry_run: bool = False, keep_last: int | None 
                 remove_artifact(store, kind, key)
             for rel in result.leftovers:
                 store._remove_dir(rel)
+            forget_sources(store, keep=set(manifests))
     return result
 
 
@@ -274,6 +276,7 @@ def remove(store: Any, names: list[str], *, with_runs: bool = False,
             for name in datasets:
                 with store.lock(f"dataset-{name}"):
                     remove_record(store, RECORD_KIND, name)
+            forget_sources(store, drop=set(datasets))
             for run_id in runs:
                 remove_record(store, RUN, run_id)
     after = collect_garbage(store, dry_run=True, drop_runs=tuple(runs) if dry_run else (),

@@ -72,3 +72,44 @@ def test_a_stored_run_is_answered_without_prefect_unless_a_server_is_set(prefect
     assert not with_server.get("answered_from_store")
     assert with_server["groups_computed"] == 0 and with_server["run_id"] != first["run_id"]
     assert len(list_runs(open_store(str(store)))) == 4
+
+
+def test_unchanged_files_are_answered_without_reading_them(prefect_api, tmp_path, blobs,
+                                                           monkeypatch, capfd):
+    import cli.commands
+    from cli.main import main
+    from pipeline.sources import SOURCE
+
+    Xs, y = blobs
+    save_views_dir(tmp_path / "blobs", Xs, y)
+    store_path = tmp_path / "store"
+    cluster = ["cluster", str(tmp_path / "blobs"), "--k", "4", "--groups", "3",
+               "--anchors", "40", "--store", str(store_path), "--json"]
+    first = _run(cluster[:-1], prefect_api)
+    store = open_store(str(store_path))
+    assert len(store.list_records(SOURCE)) == 1
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    reads = []
+    real_read = cli.commands.read_samples
+    monkeypatch.setattr(cli.commands, "read_samples",
+                        lambda *a, **k: reads.append(a) or real_read(*a, **k))
+
+    def answer() -> dict:
+        capfd.readouterr()
+        assert main(cluster) == 0
+        return json.loads(capfd.readouterr().out)
+
+    again = answer()
+    assert again["answered_from_store"] and again["run_id"] == first["run_id"] and not reads
+
+    view = next((tmp_path / "blobs").glob("view0*"))
+    os.utime(view, ns=(view.stat().st_atime_ns, view.stat().st_mtime_ns + 10**9))
+    touched = answer()  # a touched file is read and hashed again: still the stored run
+    assert touched["answered_from_store"] and touched["run_id"] == first["run_id"]
+    assert len(reads) == 1 and len(store.list_records(SOURCE)) == 2
+    assert answer()["answered_from_store"] and len(reads) == 1  # its new stamp is known
+
+    capfd.readouterr()
+    assert main(["rm", "blobs", "--runs", "--store", str(store_path)]) == 0
+    assert store.list_records(SOURCE) == []
