@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,16 @@ def env(api_url: str | None = None, fault: str | None = None, **extra: str) -> d
         out["FASTMICE_FAULT"] = fault
     out.update(extra)
     return out
+
+
+def wait_until(check: Any, timeout: float, pause: float = 0.1) -> bool:
+    """Poll ``check()`` until it is true (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if check():
+            return True
+        time.sleep(pause)
+    return False
 
 
 def command(args: list[Any]) -> list[str]:

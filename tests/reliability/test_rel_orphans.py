@@ -10,11 +10,10 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from reliability_kit import OPTIONS, make_data, start_cli
+from reliability_kit import OPTIONS, make_data, start_cli, wait_until
 
 from cli.embedded_api import reap_stale_servers, registry
 from storage.locks import owner_alive, process_identity
@@ -36,14 +35,6 @@ def _children(pid: int) -> list[tuple[int, str]]:
     return out
 
 
-def _wait(check, timeout: float) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
-
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -56,7 +47,7 @@ def test_a_killed_command_leaves_no_server(sig, data, tmp_path, battery):
                      PREFECT_HOME=str(tmp_path / "prefect-home"))
     try:
         found: list = []
-        assert _wait(lambda: found.extend(
+        assert wait_until(lambda: found.extend(
             p for p in _children(proc.pid) if "uvicorn" in p[1]) or found, 90), \
             "the command started no embedded server"
         server = found[0][0]
@@ -64,8 +55,8 @@ def test_a_killed_command_leaves_no_server(sig, data, tmp_path, battery):
         watchdogs = [p for p, cmd in _children(proc.pid) if "-I -S -c" in cmd]
         proc.send_signal(sig)
         proc.wait(timeout=60)
-        gone = _wait(lambda: not owner_alive(identity), 20)
-        watchdog_gone = _wait(lambda: all(not Path(f"/proc/{w}").exists() for w in watchdogs),
+        gone = wait_until(lambda: not owner_alive(identity), 20)
+        watchdog_gone = wait_until(lambda: all(not Path(f"/proc/{w}").exists() for w in watchdogs),
                               20)
     finally:
         if proc.poll() is None:

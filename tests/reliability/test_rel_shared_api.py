@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 
 import pytest
-from reliability_kit import OPTIONS, make_data, one_json, run_cli, start_cli
+from reliability_kit import OPTIONS, make_data, one_json, run_cli, start_cli, wait_until
 
 from cli.shared_api import shared_folder
 from storage.locks import owner_alive
@@ -19,14 +18,6 @@ pytestmark = [pytest.mark.slow]
 
 IDLE = 40  # seconds: longer than a command takes to start on 2 loaded cores
 
-
-def _wait(check, timeout: float) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _shared_env(tmp_path: Path) -> dict[str, str]:
@@ -55,17 +46,19 @@ def test_commands_share_one_server_that_stops_when_idle_even_after_kill_9(data, 
     proc = start_cli(["cluster", data["new"], "--k", "3", "--groups", "3", "--store",
                       tmp_path / "s2"], **env)
     # (registered under its own pid, or its warm child's: cli.warm)
-    joined = _wait(lambda: any((folder / "clients").glob("*.json")), 120)
+    joined = wait_until(lambda: any((folder / "clients").glob("*.json")), 120)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     proc.communicate()
     same = json.loads((folder / "shared.json").read_text())["server"] == server
 
-    stopped = _wait(lambda: not owner_alive(server), IDLE + 60)
-    cleaned = _wait(lambda: not (folder / "shared.json").exists(), 20)
-    watch_gone = _wait(lambda: not any("cli.api_idle" in _cmdline(p) and str(folder) in
-                                       _cmdline(p) for p in Path("/proc").glob("[0-9]*")), 20)
-    warm_gone = _wait(lambda: not any("cli.warm" in _cmdline(p) for p in _children_of(env)), 20)
+    stopped = wait_until(lambda: not owner_alive(server), IDLE + 60)
+    cleaned = wait_until(lambda: not (folder / "shared.json").exists(), 20)
+    watch_gone = wait_until(lambda: not any("cli.api_idle" in _cmdline(p) and str(folder) in
+                                            _cmdline(p) for p in Path("/proc").glob("[0-9]*")),
+                            20)
+    warm_gone = wait_until(lambda: not any("cli.warm" in _cmdline(p)
+                                           for p in _children_of(env)), 20)
     ok = joined and same and stopped and cleaned and watch_gone and warm_gone
     assert battery.record("no orphans", "the shared API server: a second command joins it and "
                           "is killed with SIGKILL", f"same server; it stops after {IDLE} s idle",

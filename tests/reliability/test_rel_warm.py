@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from reliability_kit import OPTIONS, labels_of, make_data, one_json, run_cli, start_cli
+from reliability_kit import OPTIONS, labels_of, make_data, one_json, run_cli, start_cli, wait_until
 
 from cli.launch import warm_socket
 from cli.shared_api import shared_folder
@@ -23,14 +23,6 @@ pytestmark = [pytest.mark.slow]
 
 IDLE = 60  # seconds: the shared server (and so the warm process) outlives every case
 
-
-def _wait(check, timeout: float) -> bool:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _alive(pid: int) -> bool:
@@ -52,11 +44,11 @@ def session(tmp_path_factory):
                     **env)
     socket_path = warm_socket({**os.environ, **_command_env(env)})
     assert socket_path is not None
-    assert _wait(socket_path.exists, 120), f"no warm process: {first.stderr[-2000:]}"
+    assert wait_until(socket_path.exists, 120), f"no warm process: {first.stderr[-2000:]}"
     yield {"data": data, "env": env, "folder": folder, "socket": socket_path}
     server = json.loads((shared_folder(folder / "own-home") / "shared.json").read_text())
     os.kill(server["server"]["pid"], signal.SIGTERM)  # the warm process must follow it
-    assert _wait(lambda: not socket_path.exists(), 30), "the warm process outlived its server"
+    assert wait_until(lambda: not socket_path.exists(), 30), "the warm process outlived its server"
 
 
 def _command_env(extra: dict[str, str]) -> dict[str, str]:
@@ -104,7 +96,7 @@ def test_kill_9_of_a_warm_command_kills_its_process_and_the_rerun_resumes(sessio
     time.sleep(3)  # into the flow
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    assert _wait(lambda: not _alive(child), 15), "the command's process outlived it"
+    assert wait_until(lambda: not _alive(child), 15), "the command's process outlived it"
     rerun = one_json(run_cli([*args, "--json"], **env).stdout)
     assert rerun["groups_computed"] + rerun["groups_reused"] == 12
 
