@@ -160,3 +160,30 @@ def test_the_best_mode_applies_up_to_its_measured_size_and_keeps_its_metric_rule
     assert (small.mode, small.metric) == ("best", ("auto", "auto"))
     assert (large.mode, large.metric) == ("paper", ("auto", "auto"))
     assert large.for_data(BEST_MODE_MAX_SAMPLES + 1, 2) == large
+
+
+def test_near_degenerate_base_clusterings_that_agree_do_not_cut_the_consensus(monkeypatch):
+    """WebKB's failure under cosine: many view groups isolate the same few samples (one giant
+    cluster and near-singletons), agree with one another more than the informative groups
+    do, and under agreement weights alone the consensus splits those samples off."""
+    from fastmice import _best
+
+    rng = np.random.default_rng(0)
+    truth = (rng.random(600) < 0.22).astype(np.int64)  # a 78 % majority class
+    informative = [np.where(rng.random(600) < 0.9, truth, rng.integers(0, 2, 600))
+                   for _ in range(8)]
+    pool = rng.choice(600, 16, replace=False)
+    degenerate = []
+    for _ in range(12):
+        labels = np.zeros(600, np.int64)
+        labels[rng.choice(pool, 12, replace=False)] = rng.integers(1, 3, 12)
+        degenerate.append(labels)
+    base = np.column_stack([*informative, *degenerate])
+    by_agreement = agreement_weights(base, "agreement")
+    assert by_agreement[8:].min() > by_agreement[:8].max()  # the trap
+    weights = agreement_weights(base, "agreement_entropy")
+    assert weights[8:].max() < 0.5 * weights[:8].min()
+    assert _best.CHOICES.weighting == "agreement_entropy"
+    assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) > 0.9
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(weighting="agreement"))
+    assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) < 0.1
