@@ -187,3 +187,23 @@ def test_near_degenerate_base_clusterings_that_agree_do_not_cut_the_consensus(mo
     assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) > 0.9
     monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(weighting="agreement"))
     assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) < 0.1
+
+
+def test_base_clusterings_draw_up_to_sqrt_n_clusters_in_the_best_mode(monkeypatch):
+    from fastmice import _best, draw_view_groups
+    from fastmice._best import base_k_range
+
+    assert base_k_range(2, 4, 1051, "best") == (2, 32)  # floor(sqrt(1051))
+    assert base_k_range(2, 4, 1051, "paper") == (2, 4)
+    assert base_k_range(100, 200, 1600, "best") == (100, 200)  # 2 k is already more
+    assert base_k_range(10, 20, 40_000, "best") == (10, 50)  # at most 50
+    assert base_k_range(2, 4, 3, "best") == (2, 4)
+    params = {"n_groups": 40, "random_state": 0, "metric": "euclidean"}
+    best = EnsembleParams(2, mode="best", **params).for_data(900, 2)
+    paper = EnsembleParams(2, **params).for_data(900, 2)
+    best_k = [s.n_base_clusters for s in draw_view_groups([4, 5], 900, best, seed=1)]
+    paper_k = [s.n_base_clusters for s in draw_view_groups([4, 5], 900, paper, seed=1)]
+    assert set(paper_k) <= {2, 3, 4} and min(best_k) >= 2 and max(best_k) <= 30
+    assert np.mean(best_k) > 10
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(base_k_cap=0))
+    assert [s.n_base_clusters for s in draw_view_groups([4, 5], 900, best, seed=1)] == paper_k
