@@ -13,7 +13,16 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   counts in proportion to its mean agreement (NMI) with the others, so that base
   clusterings of uninformative view groups (one giant cluster and near-singletons) count
   little, and balanced but arbitrary ones too, while an imbalanced clustering that the
-  others share keeps its weight.
+  others share keeps its weight. Near-degenerate base clusterings (normalised entropy
+  below :data:`BestChoices.entropy_knee`) count in proportion to their entropy as well:
+  where many view groups isolate the same few samples (WebKB under cosine), they agree
+  with one another and agreement alone would let them cut the consensus.
+* **Finer base clusterings where k is small.** A base clustering draws its number of
+  clusters up to ``min(sqrt(N), 50)`` where that is more than the paper's ``2 k`` (the
+  authors' locally weighted ensemble clustering, Huang, Wang and Lai, IEEE TCYB 2018,
+  draws in ``[k, min(sqrt(N), 100)]``; up to 100 Hdigit's seed spread doubled): with few
+  clusters each base clustering is nearly a whole answer and the consensus a mere vote;
+  finer ones give it pieces to assemble.
 * **Several consensus replicates.** The consensus is cut :data:`BestChoices.replicates`
   times (their own random streams) and the replicate that agrees best with the weighted
   base clusterings (average NMI, the clustering-ensemble objective) is kept.
@@ -23,13 +32,16 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "empty_rows",
-           "informed_labels", "member_nmi", "missing_rows", "weighted_incidence"]
+__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "base_k_range",
+           "empty_rows",
+           "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
+           "weighted_incidence"]
 
 #: A base label meaning "this base clustering knows nothing of the sample".
 UNINFORMED = -1
@@ -52,8 +64,15 @@ class BestChoices:
     all_view_groups_euclidean : float
         The same share where every view is compared by euclidean distance (dense views,
         whose every row informs), used instead of ``all_view_groups`` there.
-    weighting : {"none", "entropy", "agreement"}
-        How base clusterings are weighted in the consensus graph.
+    base_k_cap : int
+        Base clusterings draw their k up to ``min(sqrt(N), base_k_cap)`` where that is
+        more than the paper's ``2 k`` (:func:`base_k_range`); 0: the paper's range.
+    weighting : {"none", "entropy", "agreement", "agreement_entropy"}
+        How base clusterings are weighted in the consensus graph
+        (:func:`agreement_weights`).
+    entropy_knee : float
+        Normalised entropy from which a base clustering counts fully under
+        ``"agreement_entropy"`` (below, in proportion).
     replicates : int
         Consensus replicates, the best by average NMI with the base clusterings kept.
     """
@@ -61,12 +80,24 @@ class BestChoices:
     empty_rows: bool = True
     all_view_groups: float = 0.0
     all_view_groups_euclidean: float = 0.0
-    weighting: str = "agreement"
+    base_k_cap: int = 50
+    weighting: str = "agreement_entropy"
+    entropy_knee: float = 0.5
     replicates: int = 3
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).
 CHOICES = BestChoices()
+
+
+def base_k_range(low_k: int, high_k: int, n_samples: int, mode: str) -> tuple[int, int]:
+    """The range a base clustering draws its k from: the paper's ``[low_k, high_k]``; in
+    the best mode its top raised to ``min(floor(sqrt(N)), base_k_cap)`` if that is larger
+    (and at most ``n_samples``)."""
+    if mode != "best" or CHOICES.base_k_cap <= 0:
+        return low_k, high_k
+    finer = min(math.isqrt(n_samples), CHOICES.base_k_cap, n_samples)
+    return low_k, max(high_k, finer)
 
 
 def empty_rows(X) -> np.ndarray:
@@ -119,28 +150,45 @@ def member_nmi(a: np.ndarray, b: np.ndarray) -> float:
     return max(0.0, (ha + hb - _entropy(joint)) / np.sqrt(ha * hb))
 
 
-def agreement_weights(base_labels: np.ndarray, weighting: str) -> np.ndarray:
+def normalised_entropy(labels: np.ndarray) -> float:
+    """Entropy of a base clustering over the samples it informs, divided by ``log`` of its
+    number of non-empty clusters (1: balanced; near 0: one giant cluster and
+    near-singletons)."""
+    counts = np.bincount(labels[labels >= 0])
+    return _entropy(counts) / np.log(max(2, np.count_nonzero(counts)))
+
+
+def _mean_agreement(base_labels: np.ndarray) -> np.ndarray:
+    n_members = base_labels.shape[1]
+    pairs = np.zeros((n_members, n_members))
+    for i in range(n_members):
+        for j in range(i + 1, n_members):
+            pairs[i, j] = pairs[j, i] = member_nmi(base_labels[:, i], base_labels[:, j])
+    return pairs.sum(axis=1) / (n_members - 1)
+
+
+def agreement_weights(base_labels: np.ndarray, weighting: str,
+                      entropy_knee: float = 0.5) -> np.ndarray:
     """One weight per base clustering (column of ``base_labels``), mean 1.
 
-    ``"agreement"``: its mean NMI with the other base clusterings; ``"entropy"``: its
-    entropy over the samples it informs, normalised by ``log k``; ``"none"``: ones.
+    ``"agreement"``: its mean NMI with the other base clusterings; ``"agreement_entropy"``:
+    that times ``min(1, H / entropy_knee)``, ``H`` its :func:`normalised_entropy`, so that a
+    near-degenerate clustering counts little even where the other near-degenerate ones
+    isolate the same few samples and so agree with it; ``"entropy"``: ``H`` alone;
+    ``"none"``: ones.
     """
     n_members = base_labels.shape[1]
     if weighting == "none" or n_members == 1:
         return np.ones(n_members)
-    if weighting == "entropy":
-        raw = np.empty(n_members)
-        for j in range(n_members):
-            counts = np.bincount(base_labels[base_labels[:, j] >= 0, j])
-            raw[j] = _entropy(counts) / np.log(max(2, np.count_nonzero(counts)))
-    elif weighting == "agreement":
-        pairs = np.zeros((n_members, n_members))
-        for i in range(n_members):
-            for j in range(i + 1, n_members):
-                pairs[i, j] = pairs[j, i] = member_nmi(base_labels[:, i], base_labels[:, j])
-        raw = pairs.sum(axis=1) / (n_members - 1)
-    else:
+    if weighting not in ("agreement", "agreement_entropy", "entropy"):
         raise ValueError(f"Unknown weighting {weighting!r}.")
+    entropies = np.array([normalised_entropy(base_labels[:, j]) for j in range(n_members)])
+    if weighting == "entropy":
+        raw = entropies
+    else:
+        raw = _mean_agreement(base_labels)
+        if weighting == "agreement_entropy":
+            raw = raw * np.minimum(1.0, entropies / entropy_knee)
     if raw.sum() <= 0:
         return np.ones(n_members)
     return raw * (n_members / raw.sum())

@@ -95,11 +95,16 @@ class ViewGroupSpec:
 def _draw_one_group(seed: int, group_index: int, n_features: Sequence[int], n_samples: int,
                     n_clusters: int, n_anchors: int, n_neighbors: int,
                     feature_ratio: tuple[float, float], base_clusters: tuple[float, float],
-                    metrics: Sequence[str], all_views: bool = False) -> ViewGroupSpec:
+                    metrics: Sequence[str], all_views: bool = False, best: bool = False
+                    ) -> ViewGroupSpec:
     rng = group_rng(seed, GROUPS_STREAM, group_index)
     n_views = len(n_features)
     low_k = max(1, math.ceil(base_clusters[0] * n_clusters))
     high_k = max(low_k, math.floor(base_clusters[1] * n_clusters))
+    if best:
+        from fastmice._best import base_k_range
+
+        low_k, high_k = base_k_range(low_k, high_k, n_samples, "best")
     # Deviation: the official code fails when a base k exceeds N; we cap it at N.
     n_base_clusters = min(int(rng.integers(low_k, high_k + 1)), n_samples)
     group_size = int(rng.integers(1, n_views + 1))
@@ -141,7 +146,9 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
         Number of samples (caps the anchor and base-cluster counts).
     params : EnsembleParams
         Its ``n_clusters`` (base clusterings draw their k in ``[base_clusters[0] * k,
-        base_clusters[1] * k]``; with ``"auto"``, k is ``params.reference_k(n_samples)``),
+        base_clusters[1] * k]``, in the best mode up to ``sqrt(N)`` if more:
+        :func:`fastmice._best.base_k_range`; with ``"auto"``, k is
+        ``params.reference_k(n_samples)``),
         ``n_anchors`` (p per group, split evenly over its views), ``n_neighbors`` (K per
         sample and group, split over its views), ``feature_ratio`` (range of the
         per-(group, view) feature-sampling ratio), ``base_clusters`` and ``metric`` (one for
@@ -157,7 +164,8 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     specs : list of ViewGroupSpec
     """
     count = params.n_groups if n_groups is None else n_groups
-    metrics = params.for_data(n_samples, len(n_features)).metric
+    resolved = params.for_data(n_samples, len(n_features))
+    metrics, best = resolved.metric, resolved.mode == "best"
     if "auto" in metrics:
         raise ValueError("metric 'auto' must be resolved against the data first "
                          "(fastmice._metric_rule.resolve_metrics).")
@@ -165,7 +173,7 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
         _draw_one_group(seed, g, n_features, n_samples, params.reference_k(n_samples),
                         params.n_anchors, params.n_neighbors, params.feature_ratio,
                         params.base_clusters, metrics,
-                        params.mode == "best" and sees_all_views(g, metrics))
+                        best and sees_all_views(g, metrics), best)
         for g in range(start, start + count)
     ]
 
