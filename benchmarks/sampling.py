@@ -4,7 +4,11 @@ The view groups' graphs are built once per seed; then the base clusterings and t
 consensus are computed under each setting of the module's sample sizes (the same graphs,
 the same seeds), and scored against the labels. ``exact`` is every step on every sample.
 
-    python benchmarks/sampling.py partial 100000 400 --seeds 0 --settings default,exact
+    python benchmarks/sampling.py partial 100000 400 --seeds 0,1,2 --settings default,exact
+    python benchmarks/sampling.py summary run1.jsonl run2.jsonl   # the same table from logs
+
+It ends with a table per shape, size and k: each setting's NMI mean over the seeds and its
+gap to ``exact`` (the setting's NMI minus exact's, averaged over the same seeds).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from joblib import Parallel, delayed
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shapes import DIMS, SHAPES, make_shape
+from shapes import DIMS, SHAPES, load_shape_dir, make_shape, write_shape_dir
 
 import fastmice._consensus as consensus
 from fastmice import (
@@ -71,15 +75,16 @@ def constants(overrides: dict[str, int]):
 
 
 def group_graphs(Xs, n_clusters: int, seed: int, n_jobs: int, n_groups: int = 20):
-    """The view groups' specs and graphs of one seed (the fit's own draws)."""
+    """The view groups' specs, graphs and stage thread-seconds of one seed (the fit's draws)."""
     params = EnsembleParams(n_clusters=n_clusters, n_groups=n_groups,
                             random_state=seed).for_data(
         Xs[0].shape[0], len(Xs))
     specs = draw_view_groups([X.shape[1] for X in Xs], Xs[0].shape[0], params,
                              seed=params.root_seed)
-    graphs = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(build_group_graph)(Xs, spec) for spec in specs)
-    return params.root_seed, specs, [B for B, _ in graphs]
+    with record_stages() as stages:
+        graphs = Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(build_group_graph)(Xs, spec) for spec in specs)
+    return params.root_seed, specs, [B for B, _ in graphs], stages
 
 
 def run_setting(name: str, specs, graphs, root_seed: int, n_clusters: int, y: np.ndarray,
@@ -103,7 +108,63 @@ def run_setting(name: str, specs, graphs, root_seed: int, n_clusters: int, y: np
             "stages": {key: round(value, 1) for key, value in stages.items()}}
 
 
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per shape, size, k and setting: NMI mean over the seeds, and its gap to ``exact``.
+
+    ``gap`` is the setting's mean minus ``exact``'s mean over the seeds both were run on
+    (None without an ``exact`` row of the same shape, size and k).
+    """
+    by_key: dict[tuple, dict[str, dict[int, float]]] = {}
+    for row in rows:
+        if "setting" in row:
+            by_key.setdefault((row["shape"], row["n"], row["k"]), {}).setdefault(
+                row["setting"], {})[row["seed"]] = row["nmi"]
+    summary = []
+    for (shape, n, k), settings in by_key.items():
+        exact = settings.get("exact", {})
+        for name, nmi in settings.items():
+            common = sorted(set(nmi) & set(exact))
+            gap = (float(np.mean([nmi[s] - exact[s] for s in common])) if common else None)
+            summary.append({"shape": shape, "n": n, "k": k, "setting": name,
+                            "seeds": sorted(nmi), "mean_nmi": float(np.mean(list(nmi.values()))),
+                            "gap_to_exact": gap})
+    return summary
+
+
+def print_summary(rows: list[dict]) -> None:
+    """The summary as a Markdown table (NMI in points of 100 for the gap)."""
+    print("| shape | N | k | setting | seeds | mean NMI | gap to exact (points) |")
+    print("|---|---:|---:|---|---|---:|---:|")
+    for r in summarize(rows):
+        gap = "" if r["gap_to_exact"] is None else f"{100 * r['gap_to_exact']:+.2f}"
+        seeds = ",".join(str(s) for s in r["seeds"])
+        print(f"| {r['shape']} | {r['n']:,} | {r['k']} | {r['setting']} | {seeds} | "
+              f"{r['mean_nmi']:.4f} | {gap} |")
+
+
+def _views(args) -> tuple[list[np.ndarray], np.ndarray]:
+    if args.shape == "latent":
+        from scale_data import latent_views
+        return latent_views(args.n_samples, args.n_clusters)
+    if args.data_dir is not None:  # written once, read memory-mapped
+        if args.dims is not None or args.noise_scale != 1.0:
+            raise SystemExit("--data-dir takes the default widths and noise only.")
+        folder, _ = write_shape_dir(args.data_dir / f"{args.shape}-{args.n_samples}-k"
+                                    f"{args.n_clusters}", args.shape, args.n_samples,
+                                    args.n_clusters)
+        return load_shape_dir(folder)
+    dims = DIMS if args.dims is None else tuple(int(d) for d in args.dims.split(","))
+    return make_shape(args.shape, args.n_samples, args.n_clusters, dims=dims,
+                      noise_scale=args.noise_scale)
+
+
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "summary":  # sampling.py summary LOG.jsonl ...: the 3-seed table
+        print_summary([json.loads(line) for path in argv[1:]
+                       for line in Path(path).read_text().splitlines()
+                       if line.startswith("{")])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("shape", choices=(*SHAPES, "latent"))
     parser.add_argument("n_samples", type=int)
@@ -114,25 +175,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--groups", type=int, default=20)
     parser.add_argument("--dims", help="view widths, e.g. 236,144,128,160 (default YTF-400's)")
     parser.add_argument("--noise-scale", type=float, default=1.0)
+    parser.add_argument("--data-dir", type=Path,
+                        help="write the set there once (or reuse it) and read it memory-mapped")
     args = parser.parse_args(argv)
-    if args.shape == "latent":
-        from scale_data import latent_views
-        Xs, y = latent_views(args.n_samples, args.n_clusters)
-    else:
-        dims = DIMS if args.dims is None else tuple(int(d) for d in args.dims.split(","))
-        Xs, y = make_shape(args.shape, args.n_samples, args.n_clusters, dims=dims,
-                           noise_scale=args.noise_scale)
+    Xs, y = _views(args)
+    rows = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         started = time.perf_counter()
-        root_seed, specs, graphs = group_graphs(Xs, args.n_clusters, seed, args.n_jobs,
-                                                args.groups)
-        print(f"# {args.shape} {args.n_samples} k={args.n_clusters} seed {seed}: graphs "
-              f"{time.perf_counter() - started:.1f} s", flush=True)
+        root_seed, specs, graphs, stages = group_graphs(Xs, args.n_clusters, seed,
+                                                        args.n_jobs, args.groups)
+        print(json.dumps({"shape": args.shape, "n": args.n_samples, "k": args.n_clusters,
+                          "seed": seed, "graphs_s": round(time.perf_counter() - started, 1),
+                          "graph_stages": {key: round(value, 1)
+                                           for key, value in stages.items()}}), flush=True)
         for name in args.settings.split(","):
             row = run_setting(name, specs, graphs, root_seed, args.n_clusters, y,
                               args.n_jobs)
-            print(json.dumps({"shape": args.shape, "n": args.n_samples,
-                              "k": args.n_clusters, "seed": seed, **row}), flush=True)
+            rows.append({"shape": args.shape, "n": args.n_samples, "k": args.n_clusters,
+                         "seed": seed, **row})
+            print(json.dumps(rows[-1]), flush=True)
+        _BASE_CACHE.clear()  # another seed's base clusterings: free the memory
+    print_summary(rows)
 
 
 if __name__ == "__main__":
