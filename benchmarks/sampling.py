@@ -6,6 +6,7 @@ the same seeds), and scored against the labels. ``exact`` is every step on every
 
     python benchmarks/sampling.py partial 100000 400 --seeds 0,1,2 --settings default,exact
     python benchmarks/sampling.py summary run1.jsonl run2.jsonl   # the same table from logs
+    python benchmarks/sampling.py stages run1.jsonl   # NMI and thread-seconds per stage
 
 It ends with a table per shape, size and k: each setting's NMI mean over the seeds and its
 gap to ``exact`` (the setting's NMI minus exact's, averaged over the same seeds).
@@ -142,6 +143,51 @@ def print_summary(rows: list[dict]) -> None:
               f"{r['mean_nmi']:.4f} | {gap} |")
 
 
+def stage_table(rows: list[dict]) -> list[dict]:
+    """Per shape, size, k and seed: default and exact NMI, and thread-seconds per stage.
+
+    The graphs' stages (anchors, search) are shared by both settings; base eigen/k-means
+    and consensus eigen/k-means are each setting's own (``None`` where not recorded).
+    """
+    graphs = {(r["shape"], r["n"], r["k"], r["seed"]): r["graph_stages"]
+              for r in rows if "graph_stages" in r}
+    settings: dict[tuple, dict[str, dict]] = {}
+    for row in rows:
+        if "setting" in row:
+            key = (row["shape"], row["n"], row["k"], row["seed"])
+            settings.setdefault(key, {})[row["setting"]] = row
+    table = []
+    for key, graph in graphs.items():
+        entry = dict(zip(("shape", "n", "k", "seed"), key, strict=True))
+        entry.update(anchors=graph.get("anchors"), search=graph.get("search"))
+        for name in ("default", "exact"):
+            row = settings.get(key, {}).get(name)
+            stages = {} if row is None else row["stages"]
+            entry[f"{name}_nmi"] = None if row is None else row["nmi"]
+            for stage_name, label in (("eigen", "eigen"), ("kmeans", "kmeans"),
+                                      ("consensus/eigen", "c_eigen"),
+                                      ("consensus/kmeans", "c_kmeans")):
+                entry[f"{name}_{label}"] = stages.get(stage_name)
+        table.append(entry)
+    return table
+
+
+def print_stage_table(rows: list[dict]) -> None:
+    """:func:`stage_table` in Markdown: stages as default / exact thread-seconds."""
+    def cell(value, digits=1):
+        return "" if value is None else f"{value:.{digits}f}"
+
+    print("| shape | N | k | seed | default NMI | exact NMI | anchors | search | base eigen "
+          "| base k-means | consensus eigen | consensus k-means |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in stage_table(rows):
+        pairs = [f"{cell(r['default_' + s])} / {cell(r['exact_' + s])}"
+                 for s in ("eigen", "kmeans", "c_eigen", "c_kmeans")]
+        print(f"| {r['shape']} | {r['n']:,} | {r['k']} | {r['seed']} | "
+              f"{cell(r['default_nmi'], 4)} | {cell(r['exact_nmi'], 4)} | "
+              f"{cell(r['anchors'])} | {cell(r['search'])} | " + " | ".join(pairs) + " |")
+
+
 def _views(args) -> tuple[list[np.ndarray], np.ndarray]:
     if args.shape == "latent":
         from scale_data import latent_views
@@ -160,10 +206,10 @@ def _views(args) -> tuple[list[np.ndarray], np.ndarray]:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "summary":  # sampling.py summary LOG.jsonl ...: the 3-seed table
-        print_summary([json.loads(line) for path in argv[1:]
-                       for line in Path(path).read_text().splitlines()
-                       if line.startswith("{")])
+    if argv and argv[0] in ("summary", "stages"):  # tables from the logs: sampling.py
+        logged = [json.loads(line) for path in argv[1:]  # summary|stages LOG.jsonl ...
+                  for line in Path(path).read_text().splitlines() if line.startswith("{")]
+        (print_summary if argv[0] == "summary" else print_stage_table)(logged)
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("shape", choices=(*SHAPES, "latent"))

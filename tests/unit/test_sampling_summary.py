@@ -50,3 +50,18 @@ def test_summary_command_reads_logs(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "| small | 100 | 4 | default | 0,1,2 | 0.7000 | -5.00 |" in lines
     assert "| skewed | 100 | 4 | default | 0 | 0.4000 |  |" in lines
+
+
+def test_stage_table_joins_the_graphs_stages_with_each_settings_own():
+    graph = {"shape": "small", "n": 100, "k": 4, "seed": 0,
+             "graph_stages": {"anchors": 2.0, "search": 9.0, "graph": 0.5}}
+    default = {**_row("small", "default", 0, 0.5),
+               "stages": {"eigen": 1.0, "kmeans": 3.0, "consensus/eigen": 0.5,
+                          "consensus/kmeans": 0.7}}
+    exact = {**_row("small", "exact", 0, 0.6), "stages": {"consensus/kmeans": 4.0}}
+    other_seed = _row("small", "default", 1, 0.9)  # no graphs header: not in the table
+    [entry] = _sampling_module().stage_table([graph, default, exact, other_seed])
+    assert (entry["default_nmi"], entry["exact_nmi"]) == (0.5, 0.6)
+    assert (entry["anchors"], entry["search"]) == (2.0, 9.0)
+    assert (entry["default_kmeans"], entry["default_c_kmeans"]) == (3.0, 0.7)
+    assert (entry["exact_kmeans"], entry["exact_c_kmeans"]) == (None, 4.0)
