@@ -90,8 +90,8 @@ def group_graphs(Xs, n_clusters: int, seed: int, n_jobs: int, n_groups: int = 20
 
 def run_setting(name: str, specs, graphs, root_seed: int, n_clusters: int, y: np.ndarray,
                 n_jobs: int) -> dict:
-    """Base clusterings and consensus under one setting: NMI, seconds, stages."""
-    started = time.perf_counter()
+    """Base clusterings and consensus under one setting: NMI, seconds, CPU seconds, stages."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     with constants(SETTINGS[name]), record_stages() as stages:
         base_key = (root_seed, tuple(sorted((k, v) for k, v in SETTINGS[name].items()
                                              if k.startswith("BASE"))))
@@ -106,6 +106,7 @@ def run_setting(name: str, specs, graphs, root_seed: int, n_clusters: int, y: np
     return {"setting": name, "nmi": clustering_scores(y, labels)["nmi"],
             "base_nmi": float(base_nmi), "base_s": base_seconds,
             "seconds": time.perf_counter() - started,
+            "cpu_s": round(time.process_time() - cpu_started, 1),  # the process's CPU seconds
             "stages": {key: round(value, 1) for key, value in stages.items()}}
 
 
@@ -149,21 +150,23 @@ def stage_table(rows: list[dict]) -> list[dict]:
     The graphs' stages (anchors, search) are shared by both settings; base eigen/k-means
     and consensus eigen/k-means are each setting's own (``None`` where not recorded).
     """
-    graphs = {(r["shape"], r["n"], r["k"], r["seed"]): r["graph_stages"]
-              for r in rows if "graph_stages" in r}
+    graphs = {(r["shape"], r["n"], r["k"], r["seed"]): r for r in rows if "graph_stages" in r}
     settings: dict[tuple, dict[str, dict]] = {}
     for row in rows:
         if "setting" in row:
             key = (row["shape"], row["n"], row["k"], row["seed"])
             settings.setdefault(key, {})[row["setting"]] = row
     table = []
-    for key, graph in graphs.items():
+    for key, header in graphs.items():
         entry = dict(zip(("shape", "n", "k", "seed"), key, strict=True))
-        entry.update(anchors=graph.get("anchors"), search=graph.get("search"))
+        graph = header["graph_stages"]
+        entry.update(anchors=graph.get("anchors"), search=graph.get("search"),
+                     graphs_cpu=header.get("graphs_cpu_s"))
         for name in ("default", "exact"):
             row = settings.get(key, {}).get(name)
             stages = {} if row is None else row["stages"]
             entry[f"{name}_nmi"] = None if row is None else row["nmi"]
+            entry[f"{name}_cpu"] = None if row is None else row.get("cpu_s")
             for stage_name, label in (("eigen", "eigen"), ("kmeans", "kmeans"),
                                       ("consensus/eigen", "c_eigen"),
                                       ("consensus/kmeans", "c_kmeans")):
@@ -173,19 +176,21 @@ def stage_table(rows: list[dict]) -> list[dict]:
 
 
 def print_stage_table(rows: list[dict]) -> None:
-    """:func:`stage_table` in Markdown: stages as default / exact thread-seconds."""
+    """:func:`stage_table` in Markdown: stages as default / exact thread-seconds; CPU
+    seconds of the process for the graphs, then for the rest under each setting."""
     def cell(value, digits=1):
         return "" if value is None else f"{value:.{digits}f}"
 
     print("| shape | N | k | seed | default NMI | exact NMI | anchors | search | base eigen "
-          "| base k-means | consensus eigen | consensus k-means |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| base k-means | consensus eigen | consensus k-means | CPU s: graphs, default, exact |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in stage_table(rows):
         pairs = [f"{cell(r['default_' + s])} / {cell(r['exact_' + s])}"
                  for s in ("eigen", "kmeans", "c_eigen", "c_kmeans")]
         print(f"| {r['shape']} | {r['n']:,} | {r['k']} | {r['seed']} | "
               f"{cell(r['default_nmi'], 4)} | {cell(r['exact_nmi'], 4)} | "
-              f"{cell(r['anchors'])} | {cell(r['search'])} | " + " | ".join(pairs) + " |")
+              f"{cell(r['anchors'])} | {cell(r['search'])} | " + " | ".join(pairs) +
+              f" | {cell(r['graphs_cpu'])}, {cell(r['default_cpu'])}, {cell(r['exact_cpu'])} |")
 
 
 def _views(args) -> tuple[list[np.ndarray], np.ndarray]:
@@ -227,11 +232,12 @@ def main(argv: list[str] | None = None) -> None:
     Xs, y = _views(args)
     rows = []
     for seed in [int(s) for s in args.seeds.split(",")]:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         root_seed, specs, graphs, stages = group_graphs(Xs, args.n_clusters, seed,
                                                         args.n_jobs, args.groups)
         print(json.dumps({"shape": args.shape, "n": args.n_samples, "k": args.n_clusters,
                           "seed": seed, "graphs_s": round(time.perf_counter() - started, 1),
+                          "graphs_cpu_s": round(time.process_time() - cpu_started, 1),
                           "graph_stages": {key: round(value, 1)
                                            for key, value in stages.items()}}), flush=True)
         for name in args.settings.split(","):

@@ -54,8 +54,8 @@ def test_summary_command_reads_logs(tmp_path, capsys):
 
 def test_stage_table_joins_the_graphs_stages_with_each_settings_own():
     graph = {"shape": "small", "n": 100, "k": 4, "seed": 0,
-             "graph_stages": {"anchors": 2.0, "search": 9.0, "graph": 0.5}}
-    default = {**_row("small", "default", 0, 0.5),
+             "graphs_cpu_s": 11.0, "graph_stages": {"anchors": 2.0, "search": 9.0, "graph": 0.5}}
+    default = {**_row("small", "default", 0, 0.5), "cpu_s": 5.5,
                "stages": {"eigen": 1.0, "kmeans": 3.0, "consensus/eigen": 0.5,
                           "consensus/kmeans": 0.7}}
     exact = {**_row("small", "exact", 0, 0.6), "stages": {"consensus/kmeans": 4.0}}
@@ -65,3 +65,4 @@ def test_stage_table_joins_the_graphs_stages_with_each_settings_own():
     assert (entry["anchors"], entry["search"]) == (2.0, 9.0)
     assert (entry["default_kmeans"], entry["default_c_kmeans"]) == (3.0, 0.7)
     assert (entry["exact_kmeans"], entry["exact_c_kmeans"]) == (None, 4.0)
+    assert (entry["graphs_cpu"], entry["default_cpu"], entry["exact_cpu"]) == (11.0, 5.5, None)
