@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import time
 from contextlib import contextmanager
@@ -107,6 +108,8 @@ def run_setting(name: str, specs, graphs, root_seed: int, n_clusters: int, y: np
             "base_nmi": float(base_nmi), "base_s": base_seconds,
             "seconds": time.perf_counter() - started,
             "cpu_s": round(time.process_time() - cpu_started, 1),  # the process's CPU seconds
+            # The process's peak so far (the graphs and every setting run before included).
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
             "stages": {key: round(value, 1) for key, value in stages.items()}}
 
 
