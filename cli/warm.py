@@ -44,7 +44,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Modules a command may import late; the warm process imports them once.
 WARM_MODULES = ("cli.main", "flows.pipeline", "flows.runners", "pipeline.progress",
                 "pipeline.report", "pipeline.report_render", "pipeline.report_figures",
-                "matplotlib.backends.backend_svg", "prefect.artifacts")
+                "matplotlib.backends.backend_svg", "prefect.artifacts", "prefect.flow_engine",
+                "prefect.task_engine", "prefect.utilities.visualization", "fastapi",
+                "pyarrow.dataset", "pyarrow.compute", "fastmice.metrics")
 #: ... and those of an optional extra, when installed (s3fs: ~0.8 s).
 OPTIONAL_MODULES = ("s3fs",)
 
