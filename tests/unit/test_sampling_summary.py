@@ -1,22 +1,13 @@
 """benchmarks/sampling.py's summary: the NMI mean over seeds and the gap to the exact path."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from benchmark_loader import load_benchmark
 
 
 def _sampling_module():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sampling.py"
-    if str(path.parent) not in sys.path:  # the benchmarks import each other by file name
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location("benchmark_sampling", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sampling")
 
 
 def _row(shape, setting, seed, nmi, n=100, k=4):

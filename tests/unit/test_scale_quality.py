@@ -12,12 +12,10 @@ point: the loss of the old sample sizes (0.62) fails it. Base clusterings of 400
 clusters on 50,000 samples are where the old shortcut lost (docs/scale.md).
 """
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_loader import load_benchmark
 
 import fastmice._consensus as consensus
 from fastmice import (
@@ -35,14 +33,7 @@ EVERY = 10**12
 
 
 def _shapes_module():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "shapes.py"
-    if str(path.parent) not in sys.path:  # the benchmarks import each other by file name
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location("benchmark_shapes", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("shapes")
 
 
 def _consensus_nmi(graphs, specs, root_seed: int, y: np.ndarray) -> float:
