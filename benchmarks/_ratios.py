@@ -103,7 +103,10 @@ def ratios(repeats: int = 3, timeout: float = 1800) -> dict[str, Any]:
     imports = {m: run_measured(f"import-{m}", [sys.executable, "-c", f"import {m}"], env, logs,
                                600).seconds for m in ("cli.main", "flows.pipeline")}
     first = run(["cluster", str(base), "--name", "base", "--store", local])
-    warm = _wait_for_warm(env)
+    sys.path.insert(0, str(REPO))
+    from cli.launch import wait_for_warm_process
+
+    warm = wait_for_warm_process(env)
     pairs = [(run(["runs", "--store", local]).seconds,
               run(["cluster", str(base), "--name", "base", "--store", local]).seconds)
              for _ in range(repeats)]
@@ -166,18 +169,6 @@ def _summary(work: Path, warm: bool, imports: dict[str, float], first: Any,
                  "fresh <= fit + 5 s": fresh_s <= library_s + 5,
                  "append+recluster <= 0.5x fresh": incremental_s <= 0.5 * fresh_s},
     }
-
-
-def _wait_for_warm(env: dict[str, str], timeout: float = 120) -> bool:
-    """Wait until the first command's warm process (cli/warm.py) listens; whether it does."""
-    sys.path.insert(0, str(REPO))
-    from cli.launch import warm_socket
-
-    path = warm_socket(env)
-    deadline = time.monotonic() + timeout
-    while path is not None and not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return path is not None and path.exists()
 
 
 def main(repeats: int) -> int:

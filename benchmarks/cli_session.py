@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import run_measured  # noqa: E402
+
+from cli.launch import wait_for_warm_process  # noqa: E402
 
 
 def _env(work: Path, **extra: str) -> dict[str, str]:
@@ -49,16 +50,6 @@ def _command(work: Path, label: str, args: list[Any], **extra: str) -> dict[str,
     return {"wall_s": round(m.seconds, 1), "flow_s": out.get("seconds"),
             "nmi": (out.get("scores") or {}).get("nmi"),
             "peak_rss_gb": round(m.peak_rss_mb / 1024, 2)}
-
-
-def _warm_ready(work: Path, timeout: float = 180) -> bool:
-    from cli.launch import warm_socket
-
-    path = warm_socket(_env(work))
-    deadline = time.monotonic() + timeout
-    while path is not None and not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return path is not None and path.exists()
 
 
 def _library(work: Path, folder: Path, k: int, mode: str) -> dict[str, Any]:
@@ -101,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                               "load_before": os.getloadavg()[0]}
     report["first_command"] = _command(work, "first", ["cluster", _small_set(work), "--store",
                                                        work / "warm-up-store"])
-    report["warm_process_ready"] = _warm_ready(work)
+    report["warm_process_ready"] = wait_for_warm_process(_env(work), 180)
     cluster = ["cluster", args.data, "--k", args.k, "--mode", args.mode, "--name", "data"]
     report["warm_command"] = _command(work, "warm", [*cluster, "--store", work / "s1"])
     report["in_place_command"] = _command(work, "in-place", [*cluster, "--store", work / "s2"],

@@ -16,7 +16,7 @@ from typing import Any
 
 from cli.embedded_api import reap_stale_servers
 from cli.output import CommandError, Output, ProgressBar
-from cli.prefect_home import api_configured, choose_prefect_home
+from cli.prefect_home import api_configured, choose_prefect_home, shares_server
 
 __all__ = ["check_dask", "configure_environment", "joined_shared_server", "run_flow",
            "start_embedded_api"]
@@ -73,8 +73,7 @@ def joined_shared_server() -> bool:
 def shared_api() -> bool:
     """Whether commands share one local API server (:mod:`cli.shared_api`):
     ``FASTMICE_SHARED_API`` (1 or 0), by default only in fastmice's own Prefect home."""
-    setting = os.environ.get("FASTMICE_SHARED_API")
-    return _own_home if setting is None else setting not in ("0", "", "false", "no")
+    return shares_server(_own_home)
 
 
 def start_embedded_api() -> None:

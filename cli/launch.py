@@ -26,16 +26,16 @@ import struct
 import sys
 import sysconfig
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cli.prefect_home import choose_prefect_home
+from cli.prefect_home import SETTING_OFF, choose_prefect_home, shares_server
 
-__all__ = ["OFF", "main", "warm_socket"]
+__all__ = ["main", "wait_for_warm_process", "warm_socket"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cli", "fastmice", "flows", "pipeline", "storage", "tasks")
-OFF = ("0", "", "false", "no")
 #: Environment variables a warm process reads once, at import: a command whose values differ
 #: goes to another warm process (or runs in place).
 _KEYED_PREFIXES = ("PREFECT_", "FASTMICE_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NUMEXPR_",
@@ -60,24 +60,26 @@ def _code_fingerprint() -> list[object]:
     return stamps
 
 
-def _shared(environ: Mapping[str, str]) -> bool:
-    """Whether this command would share the local API server (as :func:`cli.engine.shared_api`
-    decides), without changing ``environ``."""
-    own_home = choose_prefect_home(dict(environ)) is not None
-    setting = environ.get("FASTMICE_SHARED_API")
-    return own_home if setting is None else setting not in OFF
-
-
 def warm_socket(environ: Mapping[str, str] = os.environ) -> Path | None:
     """The socket of the warm process that may run a command in ``environ``; None when no
     warm process may (``FASTMICE_WARM=0``, or no shared API server)."""
-    if environ.get("FASTMICE_WARM", "1") in OFF or not _shared(environ):
+    if environ.get("FASTMICE_WARM", "1") in SETTING_OFF or not shares_server(
+            choose_prefect_home(dict(environ)) is not None, environ):
         return None
     keyed = sorted((name, value) for name, value in environ.items()
                    if name.startswith(_KEYED_PREFIXES) and name not in _PER_COMMAND)
     key = hashlib.sha256(repr([keyed, _code_fingerprint()]).encode()).hexdigest()[:20]
     folder = Path(tempfile.gettempdir()) / f"fastmice-warm-{os.getuid()}"
     return folder / f"{key}.sock"
+
+
+def wait_for_warm_process(environ: Mapping[str, str], timeout: float = 120) -> bool:
+    """Wait until a warm process for commands in ``environ`` listens; whether one does."""
+    path = warm_socket(environ)
+    deadline = time.monotonic() + timeout
+    while path is not None and not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return path is not None and path.exists()
 
 
 def _private(folder: Path) -> bool:

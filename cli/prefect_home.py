@@ -21,8 +21,11 @@ import tomllib
 from collections.abc import MutableMapping
 from pathlib import Path
 
-__all__ = ["api_configured", "choose_prefect_home", "default_home", "foreign_database",
-           "known_revisions", "user_chose_prefect"]
+__all__ = ["SETTING_OFF", "api_configured", "choose_prefect_home", "default_home",
+           "foreign_database", "known_revisions", "shares_server", "user_chose_prefect"]
+
+#: The values that turn a FASTMICE_* switch off.
+SETTING_OFF = ("0", "", "false", "no")
 
 #: Settings that say the user chose where Prefect's API or database is.
 _USER_CHOICES = ("PREFECT_API_URL", "PREFECT_HOME", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH",
@@ -79,6 +82,13 @@ def choose_prefect_home(environ: MutableMapping[str, str] = os.environ) -> Path 
         home.mkdir(parents=True, exist_ok=True)
     environ["PREFECT_HOME"] = str(home)
     return home
+
+
+def shares_server(own_home: bool, environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Whether commands share one local API server: ``FASTMICE_SHARED_API`` (1 or 0), by
+    default only in fastmice's own Prefect home (``own_home``)."""
+    setting = environ.get("FASTMICE_SHARED_API")
+    return own_home if setting is None else setting not in SETTING_OFF
 
 
 def known_revisions() -> set[str]:
