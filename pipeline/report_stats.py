@@ -40,13 +40,19 @@ def _entropy(counts: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
-def _nmi(table: np.ndarray, h_rows: float, h_columns: float) -> float:
-    """Mutual information normalised by the larger entropy (as the paper's NMI)."""
-    n = table.sum()
-    nonzero = table > 0
-    outer = np.outer(table.sum(axis=1), table.sum(axis=0))[nonzero]
-    p = table[nonzero] / n
-    mutual = float((p * (np.log(table[nonzero] * n) - np.log(outer))).sum())
+def _nmi(counts: np.ndarray, n_columns: int, row_sums: np.ndarray, column_sums: np.ndarray,
+         h_rows: float, h_columns: float) -> float:
+    """Mutual information normalised by the larger entropy (as the paper's NMI).
+
+    ``counts`` is the contingency table flattened row by row (``n_columns`` a row), of which
+    only the non-empty cells are read: with hundreds of clusters a side, most are empty.
+    """
+    n = row_sums.sum()
+    cells = np.flatnonzero(counts)
+    joint = counts[cells]
+    outer = row_sums[cells // n_columns] * column_sums[cells % n_columns]
+    p = joint / n
+    mutual = float((p * (np.log(joint * n) - np.log(outer))).sum())
     denominator = max(h_rows, h_columns)
     return 1.0 if denominator == 0 else max(0.0, min(1.0, mutual / denominator))
 
@@ -65,14 +71,16 @@ def nmi_matrix(labelings: np.ndarray) -> np.ndarray:
         Symmetric, ones on the diagonal.
     """
     columns = [_codes(labelings[:, j]) for j in range(labelings.shape[1])]
-    entropies = [_entropy(np.bincount(c, minlength=n)) for c, n in columns]
+    sizes = [np.bincount(c, minlength=n) for c, n in columns]
+    entropies = [_entropy(s) for s in sizes]
     size = len(columns)
     nmi = np.eye(size)
     for a in range(size):
         for b in range(a + 1, size):
             (ca, na), (cb, nb) = columns[a], columns[b]
-            table = np.bincount(ca * nb + cb, minlength=na * nb).reshape(na, nb)
-            nmi[a, b] = nmi[b, a] = _nmi(table, entropies[a], entropies[b])
+            counts = np.bincount(ca * nb + cb, minlength=na * nb)
+            nmi[a, b] = nmi[b, a] = _nmi(counts, nb, sizes[a], sizes[b],
+                                         entropies[a], entropies[b])
     return nmi
 
 
