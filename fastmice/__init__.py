@@ -13,7 +13,7 @@ from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_gr
 from fastmice._memory import MemoryEstimate, estimate_memory
 from fastmice._metric_rule import resolve_metrics
 from fastmice._params import EnsembleParams, resolve_seed
-from fastmice._specs import ViewGroupSpec, draw_view_groups
+from fastmice._specs import ViewGroupSpec, draw_view_groups, longest_first
 from fastmice._stages import record_stages, stage
 from fastmice._tcut import BipartitePartition, partition_bipartite_graph
 from fastmice._validation import check_views, is_row_reader
@@ -52,6 +52,7 @@ __all__ = [
     "fast_mice",
     "informed_labels",
     "is_row_reader",
+    "longest_first",
     "metrics",
     "missing_rows",
     "partition_bipartite_graph",

@@ -14,7 +14,7 @@ from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._metric_rule import resolve_metrics
 from fastmice._params import DEFAULTS, EnsembleParams
-from fastmice._specs import ViewGroupSpec, draw_view_groups
+from fastmice._specs import ViewGroupSpec, draw_view_groups, longest_first
 from fastmice._tcut import BipartitePartition
 from fastmice._validation import check_views
 
@@ -43,16 +43,23 @@ def predict_group_labels(Xs, spec, anchors, partition, empty, mode: str) -> np.n
 THREADS_MIN_SAMPLES = 400
 
 
-def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples: int) -> list:
-    """Run ``function(*args)`` for every group, in ``n_jobs`` threads.
+def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples: int,
+                specs: list[ViewGroupSpec]) -> list:
+    """Run ``function(*args)`` for every group, in ``n_jobs`` threads; results in group order.
 
     Every step runs on one BLAS thread (``fastmice._blas``), so the threads are where the
-    cores go, and the labels do not depend on ``n_jobs``.
+    cores go, and the labels do not depend on ``n_jobs``. In threads the groups start
+    longest first (:func:`longest_first`).
     """
     if effective_n_jobs(n_jobs) == 1 or n_samples < THREADS_MIN_SAMPLES:
         return [function(*args) for args in arguments]
-    return Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(function)(*args) for args in arguments)
+    order = longest_first(specs)
+    results = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(function)(*arguments[i]) for i in order)
+    in_group_order = [None] * len(arguments)
+    for i, result in zip(order, results, strict=True):
+        in_group_order[i] = result
+    return in_group_order
 
 
 class FastMICE(ClusterMixin, BaseEstimator):
@@ -176,7 +183,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
         empty = missing_rows(Xs, params.mode)
         fitted = _run_groups(self.n_jobs, _fit_group,
-                             [(Xs, spec, empty, params.mode) for spec in specs], n_samples)
+                             [(Xs, spec, empty, params.mode) for spec in specs], n_samples, specs)
         self.view_groups_ = specs
         self.group_anchors_ = [anchors for anchors, _ in fitted]
         self.base_partitions_ = [partition for _, partition in fitted]
@@ -213,7 +220,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
             (Xs, spec, anchors, partition, empty, self.mode_)
             for spec, anchors, partition in zip(
                 self.view_groups_, self.group_anchors_, self.base_partitions_, strict=True)],
-            Xs[0].shape[0])
+            Xs[0].shape[0], self.view_groups_)
         return self.consensus_.predict(np.column_stack(base))
 
 

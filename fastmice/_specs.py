@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from fastmice._params import EnsembleParams
 
-__all__ = ["ViewGroupSpec", "draw_view_groups", "group_rng"]
+__all__ = ["ViewGroupSpec", "draw_view_groups", "group_rng", "longest_first"]
 
 
 def group_rng(seed: int, *stream: int) -> np.random.Generator:
@@ -187,3 +187,27 @@ def sees_all_views(group_index: int, metrics: Sequence[str]) -> bool:
     if all(m == "euclidean" for m in metrics):
         share = CHOICES.all_view_groups_euclidean
     return math.floor((group_index + 1) * share) > math.floor(group_index * share)
+
+
+#: A base clustering's work in the units of :func:`longest_first`: about that of searching
+#: this many sampled feature columns (398,191 samples, k = 400: search 108 thread-seconds for
+#: the 20 groups' 16,700 sampled columns, eigen step and k-means 30 for their 20 base
+#: clusterings).
+BASE_CLUSTERING_COLUMNS = 230
+
+
+def longest_first(specs: Sequence[ViewGroupSpec | Mapping[str, Any]]) -> list[int]:
+    """Positions of ``specs`` (or their dicts) in the order to start them: most work first.
+
+    A group's work is estimated from its sampled feature columns (its anchors and search
+    grow with them) plus :data:`BASE_CLUSTERING_COLUMNS`. Started longest first, a few
+    workers finish together instead of one working alone at the end (20 groups on two
+    threads: 0-0.7 % over a perfect split, against 2-6 % in group order). The order changes
+    no result: every group draws from its own seed.
+    """
+    def columns(spec: ViewGroupSpec | Mapping[str, Any]) -> int:
+        indices = spec["feature_indices"] if isinstance(spec, Mapping) else spec.feature_indices
+        return sum(len(c) for c in indices)
+
+    work = [columns(s) + BASE_CLUSTERING_COLUMNS for s in specs]
+    return sorted(range(len(specs)), key=lambda i: (-work[i], i))

@@ -23,6 +23,7 @@ from typing import Any
 
 from prefect.futures import PrefectFuture
 
+from fastmice import longest_first
 from flows.progress import GroupProgress
 from pipeline.plans import Plan
 from pipeline.results import GroupOutcome
@@ -101,7 +102,8 @@ class _Group:
 
 def run_groups(store_url: str, plan: Plan, params: dict[str, Any], specs: list[dict[str, Any]],
                width: int, description: str) -> list[GroupOutcome]:
-    """Run every group's steps, ``width`` groups at a time; their outcomes in group order.
+    """Run every group's steps, ``width`` groups at a time (longest first when more than one);
+    their outcomes in group order.
 
     Raises
     ------
@@ -110,8 +112,11 @@ def run_groups(store_url: str, plan: Plan, params: dict[str, Any], specs: list[d
         finished and been stored (never a cancelled sibling: PREFECT.md section 3.4).
     """
     later = plan.later_batches
-    waiting = deque(_Group(spec, later) for spec in specs)
-    groups = list(waiting)
+    groups = [_Group(spec, later) for spec in specs]
+    # Side by side, the groups start longest first (fastmice.longest_first): the last ones
+    # to finish then finish together.
+    order = longest_first(specs) if width > 1 else range(len(groups))
+    waiting = deque(groups[i] for i in order)
     done: queue.SimpleQueue[PrefectFuture] = queue.SimpleQueue()
     running: dict[PrefectFuture, _Group] = {}
     progress = GroupProgress(sum(g.n_steps for g in groups), len(groups), description)

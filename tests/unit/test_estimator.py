@@ -174,3 +174,22 @@ def test_degenerate_but_valid_input(case, make_blobs):
     if case == "k_distinct":  # copies of a row share a label, distinct rows do not
         assert adjusted_rand_score(np.tile(np.arange(4), 5).reshape(5, 4).T.ravel(),
                                    labels) == 1
+
+
+def test_groups_start_longest_first_and_results_keep_group_order(make_blobs):
+    from fastmice import ViewGroupSpec, longest_first
+
+    def spec(index: int, widths: tuple[int, ...]) -> ViewGroupSpec:
+        return ViewGroupSpec(index, 0, tuple(range(len(widths))),
+                             tuple(tuple(range(w)) for w in widths),
+                             ("euclidean",) * len(widths), 10, 5, 3)
+
+    specs = [spec(0, (5,)), spec(1, (300, 200)), spec(2, (5,)), spec(3, (400,))]
+    assert longest_first(specs) == [1, 3, 0, 2]  # ties keep group order
+    assert longest_first([s.to_dict() for s in specs]) == [1, 3, 0, 2]
+    Xs, _ = make_blobs(n_samples=600, dims=(5, 30, 12))  # >= 400: groups run in threads
+    one = FastMICE(3, n_groups=6, n_anchors=40, random_state=3, n_jobs=1).fit(Xs)
+    two = FastMICE(3, n_groups=6, n_anchors=40, random_state=3, n_jobs=2).fit(Xs)
+    assert [s.group_index for s in two.view_groups_] == list(range(6))
+    np.testing.assert_array_equal(one.base_labels_, two.base_labels_)
+    np.testing.assert_array_equal(one.labels_, two.labels_)
