@@ -18,6 +18,7 @@ milliseconds and fastmice's code that asked) and the client's set-up. DATA defau
 from __future__ import annotations
 
 import argparse
+import contextvars
 import json
 import os
 import socket
@@ -34,6 +35,7 @@ from _measure import run_measured
 
 REPO = Path(__file__).resolve().parents[1]
 HDIGIT = REPO.parent / "shared" / "datasets" / "Hdigit.npz"
+_CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="")
 
 
 def _start_s3(work: Path) -> dict[str, str]:
@@ -48,7 +50,7 @@ def _start_s3(work: Path) -> dict[str, str]:
 
 def _caller() -> str:
     """Where fastmice's code asked: its innermost frame outside ``storage/``, and inside."""
-    frames = [f for f in traceback.extract_stack()[:-3]
+    frames = [f for f in traceback.extract_stack()[:-2]
               if f.filename.startswith(str(REPO)) and "/.venv/" not in f.filename
               and "/benchmarks/" not in f.filename]
     outside = [f for f in frames if "/storage/" not in f.filename][-1:]
@@ -70,7 +72,7 @@ class Trace:
         trace, started0 = self, time.perf_counter()
 
         async def traced_call(fs: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-            caller, started = _caller(), time.perf_counter()
+            caller, started = _CALLER.get(), time.perf_counter()
             try:
                 return await call(fs, method, *args, **kwargs)
             finally:
@@ -88,10 +90,23 @@ class Trace:
                     trace.calls.append({"op": "(client set-up)", "what": "",
                                         "start_ms": 1000 * (started - started0),
                                         "ms": 1000 * (time.perf_counter() - started),
-                                        "caller": _caller()})
+                                        "caller": _CALLER.get()})
 
         s3fs.S3FileSystem._call_s3 = traced_call
         s3fs.S3FileSystem.set_session = traced_setup
+        asyn = sys.modules["fsspec.asyn"]
+        sync = asyn.sync
+
+        def traced_sync(loop: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+            caller = _caller()  # the requests run in fsspec's loop thread: who asked is here
+
+            async def asking(*a: Any, **k: Any) -> Any:
+                _CALLER.set(caller)
+                return await func(*a, **k)
+
+            return sync(loop, asking, *args, **kwargs)
+
+        asyn.sync = traced_sync
 
 
 def _in_process(args: list[str]) -> tuple[float, dict[str, Any]]:

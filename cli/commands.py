@@ -80,7 +80,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
     validate_name(name, "dataset name (--name)")
     with output.redirected():
         values = ensemble_values(args)
-        given = dict(values)  # as given: what a kept answer is named by
+        as_given = dict(values)  # what a kept answer is named by
 
         def refuse_early(n_samples: int, n_features: list[int], itemsize: int) -> None:
             # Files on disk: a run that would not fit is refused before their values are read.
@@ -133,7 +133,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
                                store_url=store.url, run_name=args.run_name, **values)
         summary["dataset_registered"] = registered
         if stamp is not None:
-            remember_answer(store, answer_name(stamp, given), summary["run_id"], values)
+            remember_answer(store, answer_name(stamp, as_given), summary["run_id"], values)
         _finish(store, summary, out, output)
 
 
