@@ -38,11 +38,18 @@ class BaseStore(ArtifactsMixin, RecordsMixin, LocksMixin, Backend):
         made at once on a store where each read is a round trip over the network, one after
         the other elsewhere. If any raises, the first exception (in the order of ``calls``)
         is raised once every call has finished."""
-        if not self._round_trips or len(calls) < 2:
-            return [call() for call in calls]
-        from concurrent.futures import ThreadPoolExecutor, wait
+        from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-        with ThreadPoolExecutor(len(calls), thread_name_prefix="store-read") as pool:
-            futures = [pool.submit(call) for call in calls]
-            wait(futures)
+        if not self._round_trips or len(calls) < 2:
+            futures: list[Future] = []
+            for call in calls:
+                futures.append(Future())
+                try:
+                    futures[-1].set_result(call())
+                except Exception as e:
+                    futures[-1].set_exception(e)
+        else:
+            with ThreadPoolExecutor(len(calls), thread_name_prefix="store-read") as pool:
+                futures = [pool.submit(call) for call in calls]
+                wait(futures)
         return [future.result() for future in futures]
