@@ -18,7 +18,7 @@ from typing import Any
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text, stage_line
-from cli.stored import answer_unchanged_files, stored_answer, stored_note
+from cli.stored import answer_unchanged_files, keep_answer, stored_answer, stored_note
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
@@ -28,7 +28,6 @@ from pipeline.resources import check_memory, parse_size
 from pipeline.results import export_labels, labels_damage, rebuild_labels
 from pipeline.runs import list_runs, new_run_id, read_run, run_summary
 from pipeline.sources import remember_source, source_stamp
-from pipeline.stored import answer_name, remember_answer
 from storage import DatasetStore, open_store, validate_name
 from storage.fsck import check_store
 
@@ -80,7 +79,6 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
     validate_name(name, "dataset name (--name)")
     with output.redirected():
         values = ensemble_values(args)
-        as_given = dict(values)  # what a kept answer is named by
 
         def refuse_early(n_samples: int, n_features: list[int], itemsize: int) -> None:
             # Files on disk: a run that would not fit is refused before their values are read.
@@ -132,8 +130,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
             summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
                                store_url=store.url, run_name=args.run_name, **values)
         summary["dataset_registered"] = registered
-        if stamp is not None:
-            remember_answer(store, answer_name(stamp, as_given), summary["run_id"], values)
+        keep_answer(store, stamp, ensemble_values(args), summary["run_id"], values)
         _finish(store, summary, out, output)
 
 

@@ -18,7 +18,7 @@ from pipeline.runs import run_summary
 from pipeline.sources import recall_source
 from pipeline.stored import answer_name, recall_answer, remember_answer, stored_run
 
-__all__ = ["answer_unchanged_files", "stored_answer", "stored_note"]
+__all__ = ["answer_unchanged_files", "keep_answer", "stored_answer", "stored_note"]
 
 
 def stored_answer(store: Any, plan: Plan) -> dict[str, Any] | None:
@@ -76,6 +76,15 @@ def answer_unchanged_files(store: Any, stamp: str | None, dataset: str,
     if summary is not None:
         remember_answer(store, name, summary["run_id"], values)
     return summary
+
+
+def keep_answer(store: Any, stamp: str | None, given: dict[str, Any], run_id: str,
+                values: dict[str, Any]) -> None:
+    """Keep run ``run_id`` as the answer to ``cluster`` of the files of ``stamp`` with the
+    ensemble parameters ``given`` (as given), its plan made with ``values``
+    (:func:`pipeline.stored.remember_answer`); nothing if the files have no stamp."""
+    if stamp is not None:
+        remember_answer(store, answer_name(stamp, given), run_id, values)
 
 
 def stored_note(summary: dict[str, Any]) -> str:
