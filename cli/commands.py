@@ -18,7 +18,7 @@ from typing import Any
 from cli.engine import check_dask, run_flow, start_embedded_api
 from cli.options import ensemble_values, option_names
 from cli.output import CommandError, Output, fsck_text, run_text, stage_line
-from cli.stored import answer_unchanged_files, stored_answer, stored_note
+from cli.stored import answer_unchanged_files, keep_answer, stored_answer, stored_note
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
 from pipeline.keys import RUN
@@ -130,6 +130,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
             summary = run_flow("cluster_flow", output, n_jobs, args.dask, dataset=name,
                                store_url=store.url, run_name=args.run_name, **values)
         summary["dataset_registered"] = registered
+        keep_answer(store, stamp, ensemble_values(args), summary["run_id"], values)
         _finish(store, summary, out, output)
 
 

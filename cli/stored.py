@@ -16,9 +16,9 @@ from pipeline.params import ensemble_params
 from pipeline.plans import Plan, plan_cluster
 from pipeline.runs import run_summary
 from pipeline.sources import recall_source
-from pipeline.stored import stored_run
+from pipeline.stored import answer_name, recall_answer, remember_answer, stored_run
 
-__all__ = ["answer_unchanged_files", "stored_answer", "stored_note"]
+__all__ = ["answer_unchanged_files", "keep_answer", "stored_answer", "stored_note"]
 
 
 def stored_answer(store: Any, plan: Plan) -> dict[str, Any] | None:
@@ -26,8 +26,11 @@ def stored_answer(store: Any, plan: Plan) -> dict[str, Any] | None:
     if api_configured():
         return None
     record = stored_run(store, plan)
-    if record is None:
-        return None
+    return None if record is None else _answered(record)
+
+
+def _answered(record: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a stored answer from run ``record``."""
     summary = run_summary(record)
     summary.update(groups_computed=0, groups_reused=record["n_groups"], work={},
                    group_work={"reused": record["n_groups"]}, consensus_work="reused",
@@ -42,10 +45,16 @@ def answer_unchanged_files(store: Any, stamp: str | None, dataset: str,
 
     ``values`` are the command's ensemble parameters (``None``: not given), completed as
     the usual path completes them from the data: k from the labels' classes, ``"auto"``
-    metrics by the rule's choice for each view.
+    metrics by the rule's choice for each view. The answer the same command kept
+    (:func:`pipeline.stored.recall_answer`) is tried first; an answer found otherwise is kept
+    for the next time.
     """
     if stamp is None or api_configured():
         return None
+    name = answer_name(stamp, values)
+    record = recall_answer(store, name)
+    if record is not None:
+        return _answered(record)
     source = recall_source(store, stamp, dataset)
     if source is None:
         return None
@@ -63,7 +72,19 @@ def answer_unchanged_files(store: Any, stamp: str | None, dataset: str,
     if None in metrics:
         return None  # "auto" for a view whose choice was not kept: read the data
     values["metric"] = metrics
-    return stored_answer(store, plan_cluster(store, dataset, **values))
+    summary = stored_answer(store, plan_cluster(store, dataset, **values))
+    if summary is not None:
+        remember_answer(store, name, summary["run_id"], values)
+    return summary
+
+
+def keep_answer(store: Any, stamp: str | None, given: dict[str, Any], run_id: str,
+                values: dict[str, Any]) -> None:
+    """Keep run ``run_id`` as the answer to ``cluster`` of the files of ``stamp`` with the
+    ensemble parameters ``given`` (as given), its plan made with ``values``
+    (:func:`pipeline.stored.remember_answer`); nothing if the files have no stamp."""
+    if stamp is not None:
+        remember_answer(store, answer_name(stamp, given), run_id, values)
 
 
 def stored_note(summary: dict[str, Any]) -> str:

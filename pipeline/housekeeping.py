@@ -8,8 +8,10 @@ batches, which the dataset record refers to. :func:`collect_garbage` removes eve
 artifact of the pipeline's kinds that no kept run record and no dataset record needs, under
 the store's garbage-collection lock and never while a run or a registration is writing
 (:mod:`storage.activity`). Nothing a user stored goes without being asked: records are only
-removed by :func:`remove` (named runs and datasets) and by a retention (``keep_last``);
-artifacts of other kinds, quarantine and records are never collected.
+removed by :func:`remove` (named runs and datasets) and by a retention (``keep_last``), and
+with them the small records that point at them (the stamps of their input files, the kept
+answers of :mod:`pipeline.stored`); artifacts of other kinds, quarantine and records are
+never collected.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pipeline.keys import (
 from pipeline.params import params_of
 from pipeline.runs import list_runs
 from pipeline.sources import forget_sources
+from pipeline.stored import forget_answers
 from storage import ArtifactIntegrityError, ArtifactNotFoundError, DatasetStore, validate_name
 from storage.activity import GC_LOCK, live
 from storage.datasets import IDS_KIND, LABELS_KIND, RECORD_KIND, VIEW_KIND
@@ -180,6 +183,7 @@ def collect_garbage(store: Any, *, dry_run: bool = False, keep_last: int | None 
             for rel in result.leftovers:
                 store._remove_dir(rel)
             forget_sources(store, keep=set(manifests))
+            forget_answers(store, keep_runs={r["run_id"] for r in runs} - gone)
     return result
 
 
@@ -279,6 +283,7 @@ def remove(store: Any, names: list[str], *, with_runs: bool = False,
             forget_sources(store, drop=set(datasets))
             for run_id in runs:
                 remove_record(store, RUN, run_id)
+            forget_answers(store, runs=set(runs))
     after = collect_garbage(store, dry_run=True, drop_runs=tuple(runs) if dry_run else (),
                             drop_datasets=tuple(datasets) if dry_run else ())
     return {"store": store.url, "dry_run": dry_run, "runs": runs, "datasets": datasets,

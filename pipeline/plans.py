@@ -25,7 +25,7 @@ from pipeline.params import check_int, check_n_jobs, ensemble_params, params_of
 from pipeline.runs import list_runs, read_run
 from storage import DatasetStore
 
-__all__ = ["Plan", "plan_cluster", "plan_extend", "plan_recluster"]
+__all__ = ["Plan", "cluster_plan", "plan_cluster", "plan_extend", "plan_recluster"]
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,11 @@ def plan_cluster(store: Any, dataset: str, **params: Any) -> Plan:
     ValueError, TypeError
         For a bad parameter.
     """
-    manifest = DatasetStore(store).manifest(dataset)
+    return cluster_plan(DatasetStore(store).manifest(dataset), **params)
+
+
+def cluster_plan(manifest: dict[str, Any], **params: Any) -> Plan:
+    """:func:`plan_cluster` on a manifest already read (``DatasetStore.manifest``)."""
     checked = ensemble_params(manifest["n_samples"], manifest["n_views"], **params)
     batches = [b["batch_id"] for b in manifest["batches"]]
     return _plan("cluster", manifest, checked, batches, batches, None)

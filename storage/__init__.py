@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from storage._names import NAME_PATTERN, validate_kind, validate_name
 from storage._open import DEFAULT_ROOT, STORE_ENV, open_store
+from storage._s3 import warm_s3
 from storage._version import FORMAT_VERSION, __version__
 from storage.atomic import write_file_atomic
 from storage.base import ArtifactRef, ArtifactStore, BaseStore, utc_now
@@ -53,5 +54,6 @@ __all__ = [
     "utc_now",
     "validate_kind",
     "validate_name",
+    "warm_s3",
     "write_file_atomic",
 ]

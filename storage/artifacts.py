@@ -334,7 +334,7 @@ class ArtifactsMixin:
             if load:
                 source, size, sha = self._verified_source(rel)
             else:
-                size, sha = self._file_digest(rel)
+                size, sha = self._file_digest(rel, int(meta["size"]))
         except FileNotFoundError:
             if not self._isfile(f"{self._artifact_dir(kind, key)}/{META_FILE}"):
                 raise ArtifactNotFoundError(

@@ -38,8 +38,10 @@ class Backend(ABC):
         """Whole content of a file; ``FileNotFoundError`` if absent."""
 
     @abstractmethod
-    def _file_digest(self, rel: str) -> tuple[int, str]:
-        """``(size, sha256 hex)`` of a file, streamed; ``FileNotFoundError`` if absent."""
+    def _file_digest(self, rel: str, expected_size: int | None = None) -> tuple[int, str]:
+        """``(size, sha256 hex)`` of a file, streamed; ``FileNotFoundError`` if absent.
+        ``expected_size``, the size the file should have, lets an object store read a small
+        file in one request."""
 
     @abstractmethod
     def _verified_source(self, rel: str) -> tuple[Path | IO[bytes], int, str]:

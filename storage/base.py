@@ -8,6 +8,9 @@ once in :mod:`storage.records`, locks in :mod:`storage.locks`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from storage.artifacts import ArtifactsMixin
 from storage.backend import META_FILE, Backend
 from storage.locks import LocksMixin
@@ -25,3 +28,28 @@ class BaseStore(ArtifactsMixin, RecordsMixin, LocksMixin, Backend):
     corrupt artifacts are moved to ``<root>/quarantine/<kind>/<key>.<time>.<id>/`` (corrupt
     record versions to ``<root>/quarantine/records/<kind>/``); locks live in ``<root>/.locks/``.
     """
+
+    #: Whether each read is a round trip over the network (an object store): then
+    #: :meth:`concurrently` makes independent reads at once.
+    _round_trips = False
+
+    def concurrently(self, *calls: Callable[[], Any]) -> list[Any]:
+        """The results of ``calls``, in order: independent reads (each a request or two),
+        made at once on a store where each read is a round trip over the network, one after
+        the other elsewhere. If any raises, the first exception (in the order of ``calls``)
+        is raised once every call has finished."""
+        from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+        if not self._round_trips or len(calls) < 2:
+            futures: list[Future] = []
+            for call in calls:
+                futures.append(Future())
+                try:
+                    futures[-1].set_result(call())
+                except Exception as e:
+                    futures[-1].set_exception(e)
+        else:
+            with ThreadPoolExecutor(len(calls), thread_name_prefix="store-read") as pool:
+                futures = [pool.submit(call) for call in calls]
+                wait(futures)
+        return [future.result() for future in futures]

@@ -119,12 +119,13 @@ class DatasetStore(BatchRepairMixin):
         """
         validate_name(name, "dataset name")
         if version is None:
-            if not self.store.record_version(RECORD_KIND, name):
+            try:
+                version, manifest = self.store.read_latest(RECORD_KIND, name)
+            except ArtifactNotFoundError:
                 raise ArtifactNotFoundError(
                     f"No dataset {name!r} in store {self.store.url}; create it with "
                     f"DatasetStore.create()."
-                )
-            version, manifest = self.store.read_latest(RECORD_KIND, name)
+                ) from None
         else:
             manifest = self.store.read_record(RECORD_KIND, name, version=version)
         manifest["version"] = version

@@ -180,7 +180,7 @@ class LocalStore(BaseStore):
     def _read_bytes(self, rel: str) -> bytes:
         return self._path(rel).read_bytes()
 
-    def _file_digest(self, rel: str) -> tuple[int, str]:
+    def _file_digest(self, rel: str, expected_size: int | None = None) -> tuple[int, str]:
         return _digest_path(self._path(rel))
 
     def _verified_source(self, rel: str) -> tuple[Path, int, str]:

@@ -152,13 +152,14 @@ class RecordsMixin:
         """
         if version is None:
             return self.read_latest(kind, name)[1]
-        versions = self.record_versions(kind, name)
-        if version not in versions:
+        try:  # one read; the versions are listed only to say which exist
+            payload, reason = self._load_version(kind, name, version)
+        except ArtifactNotFoundError:
+            versions = self.record_versions(kind, name)
             raise ArtifactNotFoundError(
                 f"Record {kind}/{name} has no version {version} in store {self.url}; "
                 f"versions: {versions or 'none'}."
-            )
-        payload, reason = self._load_version(kind, name, version)
+            ) from None
         if reason is not None:
             raise self._corrupt_record(kind, name, version, reason)
         return payload

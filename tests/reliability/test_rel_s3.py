@@ -8,6 +8,7 @@ and recomputed; ``runs`` and ``fsck`` work there; no command prints the secret k
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -41,8 +42,9 @@ def data(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """moto's S3 server on a free port of 127.0.0.1; the environment that reaches it."""
+def s3_server(tmp_path_factory):
+    """moto's S3 server on a free port of 127.0.0.1: the environment that reaches it, and
+    its log (a line per request)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -60,9 +62,15 @@ def s3(tmp_path_factory):
             assert server.poll() is None and time.time() < deadline, log.read_text()[-2000:]
             time.sleep(0.2)
     yield {"AWS_ENDPOINT_URL_S3": endpoint, "AWS_ACCESS_KEY_ID": "fastmice-test",
-           "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1"}
+           "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_DEFAULT_REGION": "us-east-1"}, log
     server.terminate()
     server.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def s3(s3_server):
+    """The environment that reaches moto's S3 server."""
+    return s3_server[0]
 
 
 def _sequence(store, data, api_url, env, outputs):
@@ -149,3 +157,70 @@ def _rm_and_gc(url, remote, data, api_url, s3, outputs):
           and again["groups_computed"] == 0 and not again["work"]["consensus"])
     return ok, (f"gc freed {gc['freed_bytes']} bytes (the run's own {own[remote[2]['run_id']]})"
                 f"; the cluster again computed {again['groups_computed']} groups")
+
+
+def _requests(log) -> int:
+    """Requests the server has logged so far (it logs each once it has answered)."""
+    count, settled = -1, 0
+    while settled < 3:  # the last line may come just after the answer
+        now = sum(1 for line in log.read_text(errors="replace").splitlines()
+                  if re.search(r'"(GET|HEAD|PUT|POST|DELETE) /', line))
+        settled = settled + 1 if now == count else 0
+        count = now
+        time.sleep(0.1)
+    return count
+
+
+#: The requests of a stored answer on an object store: the store's root, listed once to say
+#: in one line if it cannot be reached (cli.stores); the kept answer; the run record and the
+#: dataset record, each listed (the latest version) and read; the labels table's meta.json
+#: and data file (checksummed). Before kept answers: 17 with one run, 3 more per run kept.
+STORED_ANSWER_REQUESTS = 8
+
+
+def test_a_stored_answer_on_s3_makes_a_few_requests_and_never_a_stale_one(
+        s3_server, data, prefect_api, monkeypatch, battery):
+    from s3fs import S3FileSystem
+
+    from pipeline.stored import ANSWER, recall_answer
+
+    env, log = s3_server
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    S3FileSystem.clear_instance_cache()
+    url = f"s3://fastmice-{uuid.uuid4().hex[:8]}/store"
+    cluster = ["cluster", data["tiny"], "--store", url, *OPTIONS, "--json"]
+
+    def answered():
+        before = _requests(log)
+        summary = one_json(run_cli(cluster, **env).stdout)
+        return summary, _requests(log) - before
+
+    first = one_json(run_cli(cluster, prefect_api, **env).stdout)
+    again, requests = answered()
+    assert again["answered_from_store"] and again["run_id"] == first["run_id"]
+    named = [one_json(run_cli([*cluster, "--run-name", f"more-{i}"], prefect_api,
+                              **env).stdout)["run_id"] for i in range(2)]
+    latest, requests_3_runs = answered()  # the latest run of the same plan, as before
+    assert latest["answered_from_store"] and latest["run_id"] == named[-1]
+    ok = requests <= STORED_ANSWER_REQUESTS and requests_3_runs == requests
+    battery.record("s3", "requests of a stored answer on s3:// (the server's log), with 1 "
+                   "and 3 runs kept", f"at most {STORED_ANSWER_REQUESTS}, not growing",
+                   f"{requests} and {requests_3_runs}", ok)
+    assert ok, (requests, requests_3_runs)
+
+    store = open_store(url)
+    (kept,) = store.list_records(ANSWER)
+    run_cli(["rm", named[-1], "--store", url], **env)
+    assert store.list_records(ANSWER) == []  # rm removes the answers naming the run
+    after_rm, _ = answered()  # the usual path: the newest run left, kept anew
+    assert after_rm["answered_from_store"] and after_rm["run_id"] == named[0]
+    assert recall_answer(store, kept)["run_id"] == named[0]
+
+    labels = store.read_record(RUN, named[0])["labels"]
+    path = f"{store.root}/{labels['kind']}/{labels['key'][:2]}/{labels['key']}/data.parquet"
+    damaged = bytearray(store.fs.cat(path))
+    damaged[len(damaged) // 2] ^= 0x01
+    store.fs.pipe(path, bytes(damaged))
+    assert recall_answer(store, kept) is None  # a corrupt labels table: no answer
+    assert len(store.quarantined()) == 1

@@ -34,7 +34,11 @@ THIRD_PARTY = {
 #: Packages only the orchestration layers (tasks, flows, cli) may import.
 PREFECT = {"prefect", "prefect_dask", "distributed", "dask"}
 #: Named exceptions, each with its reason (imports made only when a function is called).
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("storage/_s3.py", "botocore"): "s3fs's client library: its data loaded once per process, "
+                                    "when an s3:// store is opened or the warm process starts",
+    ("storage/_s3.py", "aiobotocore"): "the session s3fs is given for an s3:// store",
+}
 
 
 def imports_of(path: Path) -> set[str]:
