@@ -23,9 +23,18 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   draws in ``[k, min(sqrt(N), 100)]``; up to 100 Hdigit's seed spread doubled): with few
   clusters each base clustering is nearly a whole answer and the consensus a mere vote;
   finer ones give it pieces to assemble.
+* **Wider consensus embeddings.** The consensus Tcut clusters the rows on more leading
+  eigenvectors than its k (the first of which is constant): ``k + 1`` and ``ceil(1.5 k)``,
+  each in its own replicates. With k of them, a split that every base clustering makes
+  (a class in two stable halves) takes a direction that a pair of classes most base
+  clusterings separate then lacks, and the k-means merges that pair; the k-means on the
+  wider embeddings still looks for k clusters (spectral clustering with more eigenvectors
+  than clusters). Which width suits the data is not known in advance: the replicates'
+  agreement below chooses.
 * **Several consensus replicates.** The consensus is cut :data:`BestChoices.replicates`
-  times (their own random streams) and the replicate that agrees best with the weighted
-  base clusterings (average NMI, the clustering-ensemble objective) is kept.
+  times per embedding width (each cut on its own random stream) and the cut that agrees
+  best with the weighted base clusterings (average NMI, the clustering-ensemble objective)
+  is kept.
 
 :data:`CHOICES` holds the switches (``benchmarks/best_ablation.py`` turns each off in turn).
 """
@@ -39,7 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "base_k_range",
-           "empty_rows",
+           "consensus_widths", "empty_rows",
            "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
            "weighted_incidence"]
 
@@ -73,8 +82,14 @@ class BestChoices:
     entropy_knee : float
         Normalised entropy from which a base clustering counts fully under
         ``"agreement_entropy"`` (below, in proportion).
+    extra_vectors : int
+        The narrower consensus embedding has ``k + extra_vectors`` eigenvectors (0: Tcut's k).
+    consensus_vectors : float
+        The wider one has ``ceil(consensus_vectors * k)`` (at most 1: no wider one);
+        :func:`consensus_widths`.
     replicates : int
-        Consensus replicates, the best by average NMI with the base clusterings kept.
+        Consensus cuts per embedding width, the best by average NMI with the base
+        clusterings kept.
     """
 
     empty_rows: bool = True
@@ -83,6 +98,8 @@ class BestChoices:
     base_k_cap: int = 50
     weighting: str = "agreement_entropy"
     entropy_knee: float = 0.5
+    extra_vectors: int = 1
+    consensus_vectors: float = 1.5
     replicates: int = 3
 
 
@@ -98,6 +115,20 @@ def base_k_range(low_k: int, high_k: int, n_samples: int, mode: str) -> tuple[in
         return low_k, high_k
     finer = min(math.isqrt(n_samples), CHOICES.base_k_cap, n_samples)
     return low_k, max(high_k, finer)
+
+
+def consensus_widths(n_clusters: int, n_samples: int) -> list[int]:
+    """Eigenvectors of the best mode's consensus embeddings, each at least ``k`` and at
+    most ``n_samples``, without repeats: ``k + extra_vectors``, then
+    ``ceil(consensus_vectors * k)`` (k = 2: [3]; k = 10: [11, 15]; k = 100: [101, 150])."""
+    wanted = [n_clusters + CHOICES.extra_vectors,
+              math.ceil(max(1.0, CHOICES.consensus_vectors) * n_clusters - 1e-9)]
+    widths = []
+    for width in wanted:
+        width = max(n_clusters, min(width, n_samples))
+        if width not in widths:
+            widths.append(width)
+    return widths
 
 
 def empty_rows(X) -> np.ndarray:

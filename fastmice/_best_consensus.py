@@ -1,4 +1,5 @@
-"""The best mode's consensus: weighted base clusterings, replicates chosen by agreement."""
+"""The best mode's consensus: weighted base clusterings, a wider embedding, replicates chosen
+by agreement."""
 
 from __future__ import annotations
 
@@ -53,15 +54,17 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     B = B[:, used_columns]
     sample, kmeans_sample = _sample_sizes(n_clusters, CONSENSUS_SAMPLE,
                                           CONSENSUS_KMEANS_SAMPLE, CONSENSUS_PER_CLUSTER)
+    widths = _best.consensus_widths(n_clusters, base_labels.shape[0])
+    n_cuts = max(1, choices.replicates) * len(widths)
     best, best_score = None, -np.inf
-    for replicate in range(max(1, choices.replicates)):
+    for replicate in range(n_cuts):  # the widths take turns, each cut its own stream
         stream = (CONSENSUS_STREAM,) if replicate == 0 else (CONSENSUS_STREAM, replicate)
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
             n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
-            full_rounds=CONSENSUS_FULL_ROUNDS)
+            full_rounds=CONSENSUS_FULL_ROUNDS, n_vectors=widths[replicate % len(widths)])
         score = _weighted_agreement(partition.labels_, base_labels, weights) \
-            if choices.replicates > 1 else 0.0
+            if n_cuts > 1 else 0.0
         if score > best_score:
             best, best_score = partition, score
     return ConsensusPartition(best.labels_, offsets, n_base_clusters, used_columns, best,

@@ -55,9 +55,10 @@ class BipartitePartition:
     ----------
     labels_ : ndarray of shape (n_samples,)
         Labels in ``0..n_clusters-1`` of the rows the partition was computed on.
-    anchor_embedding : ndarray of shape (n_columns, n_clusters)
-        Column-side (anchor-side) eigenvectors.
-    centers : ndarray of shape (n_clusters, n_clusters)
+    anchor_embedding : ndarray of shape (n_columns, n_vectors)
+        Column-side (anchor-side) eigenvectors (``n_vectors``: ``n_clusters`` unless
+        :func:`partition_bipartite_graph` was asked for more).
+    centers : ndarray of shape (n_clusters, n_vectors)
         Unit-norm cosine k-means centres in the row embedding.
     """
 
@@ -119,11 +120,12 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
                               kmeans_sample_size: int | None = None, full_rounds: int = 1,
                               init: BipartitePartition | None = None,
                               n_jobs: int = 1,
-                              eigen_dtype: type = np.float64) -> BipartitePartition:
+                              eigen_dtype: type = np.float64,
+                              n_vectors: int | None = None) -> BipartitePartition:
     """Partition the rows of a bipartite graph by transfer cut.
 
-    The ``n_clusters`` leading eigenvectors of the normalised column-side graph
-    ``D^-1/2 B^T Dx^-1 B D^-1/2`` (only those are computed), transferred to the rows by
+    The ``n_clusters`` (or ``n_vectors``) leading eigenvectors of the normalised column-side
+    graph ``D^-1/2 B^T Dx^-1 B D^-1/2`` (only those are computed), transferred to the rows by
     ``Dx^-1 B``, unit-normalised, then clustered by cosine litekmeans.
 
     Parameters
@@ -156,6 +158,10 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     eigen_dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Precision of a dense eigensolver, if the eigen step uses one
         (:func:`fastmice._eigen.column_graph_eigenvectors`).
+    n_vectors : int, optional
+        Eigenvectors of the embedding the k-means clusters (default ``n_clusters``, as
+        Tcut; the best mode's consensus asks for more, :mod:`fastmice._best`). With
+        ``init``, the number of ``init``'s.
 
     Returns
     -------
@@ -163,12 +169,16 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     """
     if rng is None:
         rng = np.random.default_rng(seed)
-    B = _pad_columns(sp.csr_matrix(B, dtype=np.float64), n_clusters)
     if init is not None:
-        if init.anchor_embedding.shape != (B.shape[1], n_clusters):
+        n_vectors = init.anchor_embedding.shape[1]
+    n_vectors = n_clusters if n_vectors is None else max(n_clusters, int(n_vectors))
+    B = _pad_columns(sp.csr_matrix(B, dtype=np.float64), n_vectors)
+    if init is not None:
+        if init.anchor_embedding.shape[0] != B.shape[1] or \
+                init.centers.shape[0] != n_clusters:
             raise ValueError(f"init was computed on a graph with "
                              f"{init.anchor_embedding.shape[0]} columns into "
-                             f"{init.anchor_embedding.shape[1]} clusters; this one has "
+                             f"{init.centers.shape[0]} clusters; this one has "
                              f"{B.shape[1]} columns and n_clusters={n_clusters}.")
         with stage("kmeans"):
             embedding = _embed_rows(B, init.anchor_embedding, n_jobs)
@@ -184,7 +194,7 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         kmeans_sample = np.sort(rng.choice(among, kmeans_sample_size, replace=False))
     with stage("eigen"):
         anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
-                                                     n_clusters, rng=rng, n_jobs=n_jobs,
+                                                     n_vectors, rng=rng, n_jobs=n_jobs,
                                                      dense_dtype=eigen_dtype)
     with stage("kmeans"):
         embedding = _embed_rows(B, anchor_embedding, n_jobs)

@@ -185,7 +185,13 @@ def test_near_degenerate_base_clusterings_that_agree_do_not_cut_the_consensus(mo
     assert weights[8:].max() < 0.5 * weights[:8].min()
     assert _best.CHOICES.weighting == "agreement_entropy"
     assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) > 0.9
-    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(weighting="agreement"))
+    # Under Tcut's k eigenvectors agreement weights alone fall into the trap. (The wider
+    # consensus embeddings escape it here on their own: NMI 1.0 with agreement weights.)
+    tcut_widths = {"extra_vectors": 0, "consensus_vectors": 1.0}
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(**tcut_widths))
+    assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) > 0.9
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(weighting="agreement",
+                                                            **tcut_widths))
     assert _nmi(truth, consensus_partition(base, 2, seed=0, mode="best").labels_) < 0.1
 
 
@@ -207,3 +213,47 @@ def test_base_clusterings_draw_up_to_sqrt_n_clusters_in_the_best_mode(monkeypatc
     assert np.mean(best_k) > 10
     monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(base_k_cap=0))
     assert [s.n_base_clusters for s in draw_view_groups([4, 5], 900, best, seed=1)] == paper_k
+
+
+def _split_and_weak_pair(seed: int, n_per_class: int = 100, members: int = 20):
+    """Base labels of 5 classes: every base clustering splits class 0 in the same two
+    halves, and 1 in 5 merges classes 1 and 2 (plus 10 % noise)."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(5), n_per_class)
+    half = rng.random(truth.size) < 0.5
+    columns = []
+    for _ in range(members):
+        labels = 2 * truth
+        labels[(truth == 0) & half] = 1
+        if rng.random() > 0.8:
+            labels[truth == 2] = 2
+        noisy = rng.random(truth.size) < 0.1
+        labels[noisy] = rng.integers(0, 10, noisy.sum())
+        columns.append(np.unique(labels, return_inverse=True)[1])
+    return truth, np.column_stack(columns)
+
+
+def test_the_consensus_embeddings_have_room_for_a_weakly_separated_pair(monkeypatch):
+    """With Tcut's k eigenvectors the consensus spends one on the split every base clustering
+    makes and merges the pair that most of them separate (NMI 0.83 on every seed); the best
+    mode's wider embeddings (k + 1 and 1.5 k eigenvectors) leave the k-means room for it."""
+    from fastmice import _best
+    from fastmice._best import consensus_widths
+
+    assert (_best.CHOICES.extra_vectors, _best.CHOICES.consensus_vectors) == (1, 1.5)
+    assert [consensus_widths(k, 1000) for k in (2, 5, 10, 100)] == \
+        [[3], [6, 8], [11, 15], [101, 150]]
+    assert consensus_widths(10, 12) == [11, 12] and consensus_widths(2, 2) == [2]
+    seeds = range(4)
+    data = [_split_and_weak_pair(seed) for seed in seeds]
+    wide = [consensus_partition(base, 5, seed=seed, mode="best") for seed, (_, base)
+            in zip(seeds, data, strict=True)]
+    assert {c.partition.anchor_embedding.shape[1] for c in wide} <= {6, 8}
+    # the fitted consensus still places its own samples where it put them
+    assert (wide[0].predict(data[0][1]) == wide[0].labels_).all()
+    assert np.mean([_nmi(t, c.labels_) for (t, _), c in zip(data, wide, strict=True)]) > 0.9
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(extra_vectors=0,
+                                                            consensus_vectors=1.0))
+    narrow = [_nmi(t, consensus_partition(base, 5, seed=seed, mode="best").labels_)
+              for seed, (t, base) in zip(seeds, data, strict=True)]
+    assert max(narrow) < 0.85
