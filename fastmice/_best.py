@@ -38,10 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "base_k_range",
-           "empty_rows",
-           "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
-           "weighted_incidence"]
+__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_knee", "agreement_weights",
+           "base_k_range", "empty_rows", "informed_labels", "member_nmi", "missing_rows",
+           "normalised_entropy", "weighted_incidence"]
 
 #: A base label meaning "this base clustering knows nothing of the sample".
 UNINFORMED = -1
@@ -73,8 +72,19 @@ class BestChoices:
     entropy_knee : float
         Normalised entropy from which a base clustering counts fully under
         ``"agreement_entropy"`` (below, in proportion).
+    agreement_knee : float
+        On data of more than ``proportional_max_samples`` samples: the share of the median
+        agreement from which a base clustering counts fully under ``"agreement"`` and
+        ``"agreement_entropy"`` (below, in proportion); 0: every base clustering in
+        proportion to its agreement at any size.
+    proportional_max_samples : int
+        Up to this many samples every base clustering counts in proportion to its agreement
+        (``agreement_knee`` applies above).
     replicates : int
         Consensus replicates, the best by average NMI with the base clusterings kept.
+    max_samples : int or None
+        Data of more samples are clustered in the paper mode (its metric rule stays);
+        None (the default): no limit.
     """
 
     empty_rows: bool = True
@@ -83,11 +93,21 @@ class BestChoices:
     base_k_cap: int = 50
     weighting: str = "agreement_entropy"
     entropy_knee: float = 0.5
+    agreement_knee: float = 0.5
+    proportional_max_samples: int = 20_000
     replicates: int = 3
+    max_samples: int | None = None
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).
 CHOICES = BestChoices()
+
+
+def agreement_knee(n_samples: int) -> float:
+    """The ``agreement_knee`` of :func:`agreement_weights` for data of ``n_samples`` rows:
+    0 (proportional) up to ``CHOICES.proportional_max_samples``, ``CHOICES.agreement_knee``
+    above."""
+    return 0.0 if n_samples <= CHOICES.proportional_max_samples else CHOICES.agreement_knee
 
 
 def base_k_range(low_k: int, high_k: int, n_samples: int, mode: str) -> tuple[int, int]:
@@ -168,14 +188,16 @@ def _mean_agreement(base_labels: np.ndarray) -> np.ndarray:
 
 
 def agreement_weights(base_labels: np.ndarray, weighting: str,
-                      entropy_knee: float = 0.5) -> np.ndarray:
+                      entropy_knee: float = 0.5, agreement_knee: float = 0.0) -> np.ndarray:
     """One weight per base clustering (column of ``base_labels``), mean 1.
 
     ``"agreement"``: its mean NMI with the other base clusterings; ``"agreement_entropy"``:
     that times ``min(1, H / entropy_knee)``, ``H`` its :func:`normalised_entropy`, so that a
     near-degenerate clustering counts little even where the other near-degenerate ones
     isolate the same few samples and so agree with it; ``"entropy"``: ``H`` alone;
-    ``"none"``: ones.
+    ``"none"``: ones. With ``agreement_knee`` > 0 the agreement factor is
+    ``min(1, A / (agreement_knee * median(A)))``: only base clusterings that agree with the
+    others far less than is typical count less.
     """
     n_members = base_labels.shape[1]
     if weighting == "none" or n_members == 1:
@@ -187,6 +209,9 @@ def agreement_weights(base_labels: np.ndarray, weighting: str,
         raw = entropies
     else:
         raw = _mean_agreement(base_labels)
+        if agreement_knee > 0:
+            typical = agreement_knee * float(np.median(raw))
+            raw = np.minimum(1.0, raw / typical) if typical > 0 else np.ones(n_members)
         if weighting == "agreement_entropy":
             raw = raw * np.minimum(1.0, entropies / entropy_knee)
     if raw.sum() <= 0:
