@@ -22,8 +22,8 @@ from fastmice.metrics import clustering_scores
 N_SAMPLES, N_CLUSTERS, N_GROUPS = 40_000, 200, 20
 DIMS, NOISE_SCALE = (236, 144, 128, 160), 0.5
 # Measured (seed 0, CODE_VERSION 12): paper 0.7719, best 0.7719 (every weight 1 under the
-# knee), proportional weights 0.7614 (3 replicates) and 0.7619 (1 replicate). 80 s
-# on a host loaded 3-5 on its 2 cores.
+# knee), proportional weights 0.7614 (3 replicates) and 0.7619 (1 replicate). 55.6 s
+# on 2 cores (80 s on a host loaded 3-5).
 
 
 def _best_consensus_nmi(model, y: np.ndarray) -> float:
