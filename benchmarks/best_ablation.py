@@ -4,7 +4,8 @@ Every configuration clusters every shared data set with ``metric="auto"`` once p
 configurations alternate on each data set and seed (so a busy machine slows all alike).
 A configuration is ``paper`` (``mode="paper"``), ``best`` (``mode="best"`` with every
 choice of ``fastmice._best.CHOICES``) or ``best:FIELD=VALUE,...`` (the best mode with some
-choices changed, e.g. ``best:weighting=none`` or ``best:replicates=1``).
+choices changed, e.g. ``best:weighting=none``, ``best:replicates=1`` or
+``best:max_samples=20000``, CODE_VERSION 11's limit).
 
 Usage, from the repository root::
 
@@ -46,7 +47,12 @@ def parse_config(text: str) -> tuple[str, _best.BestChoices]:
     for item in filter(None, changes.split(",")):
         name, _, value = item.partition("=")
         current = getattr(_best.BestChoices(), name)
-        values[name] = value == "True" if isinstance(current, bool) else type(current)(value)
+        if isinstance(current, bool):
+            values[name] = value == "True"
+        elif current is None:  # max_samples: None or a number of samples
+            values[name] = None if value == "None" else int(value)
+        else:
+            values[name] = type(current)(value)
     return mode, dataclasses.replace(_best.BestChoices(), **values)
 
 

@@ -13,8 +13,13 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   counts in proportion to its mean agreement (NMI) with the others, so that base
   clusterings of uninformative view groups (one giant cluster and near-singletons) count
   little, and balanced but arbitrary ones too, while an imbalanced clustering that the
-  others share keeps its weight. Near-degenerate base clusterings (normalised entropy
-  below :data:`BestChoices.entropy_knee`) count in proportion to their entropy as well:
+  others share keeps its weight. Above ``BestChoices.proportional_max_samples`` samples a
+  base clustering counts fully unless its agreement is below half the median (the
+  ``agreement_knee``): there, proportional weights lifted the best single-view groups over
+  the complementary ones and cost 1.1-1.7 NMI points on a partial-latent shape at
+  100,000 samples (docs/quality.md, "The best mode at scale"). Near-degenerate base
+  clusterings (normalised entropy below :data:`BestChoices.entropy_knee`) count in
+  proportion to their entropy as well:
   where many view groups isolate the same few samples (WebKB under cosine), they agree
   with one another and agreement alone would let them cut the consensus.
 * **Finer base clusterings where k is small.** A base clustering draws its number of
@@ -47,10 +52,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_weights", "base_k_range",
-           "consensus_widths", "empty_rows",
-           "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
-           "weighted_incidence"]
+__all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_knee", "agreement_weights",
+           "base_k_range", "consensus_widths", "empty_rows", "informed_labels", "member_nmi",
+           "missing_rows", "normalised_entropy", "weighted_incidence"]
 
 #: A base label meaning "this base clustering knows nothing of the sample".
 UNINFORMED = -1
@@ -82,14 +86,32 @@ class BestChoices:
     entropy_knee : float
         Normalised entropy from which a base clustering counts fully under
         ``"agreement_entropy"`` (below, in proportion).
+    agreement_knee : float
+        On data of more than ``proportional_max_samples`` samples: the share of the median
+        agreement from which a base clustering counts fully under ``"agreement"`` and
+        ``"agreement_entropy"`` (below, in proportion); 0: every base clustering in
+        proportion to its agreement at any size.
+    proportional_max_samples : int
+        Up to this many samples every base clustering counts in proportion to its agreement
+        (``agreement_knee`` applies above).
     extra_vectors : int
         The narrower consensus embedding has ``k + extra_vectors`` eigenvectors (0: Tcut's k).
     consensus_vectors : float
         The wider one has ``ceil(consensus_vectors * k)`` (at most 1: no wider one);
         :func:`consensus_widths`.
+    wide_max_samples : int
+        Up to this many samples the consensus embeddings are those two; above, Tcut's k
+        eigenvectors (the widths were measured on data of at most 10,000 samples, and the
+        consensus k-means costs in proportion to the width).
     replicates : int
         Consensus cuts per embedding width, the best by average NMI with the base
         clusterings kept.
+    replicates_max_samples : int
+        Above this many samples one cut (each cut's k-means rounds run on every sample: three
+        cost 1.7x the paper mode's whole fit at 100,000 samples).
+    max_samples : int or None
+        Data of more samples are clustered in the paper mode (its metric rule stays);
+        None (the default): no limit.
     """
 
     empty_rows: bool = True
@@ -98,13 +120,25 @@ class BestChoices:
     base_k_cap: int = 50
     weighting: str = "agreement_entropy"
     entropy_knee: float = 0.5
+    agreement_knee: float = 0.5
+    proportional_max_samples: int = 20_000
     extra_vectors: int = 1
     consensus_vectors: float = 1.5
+    wide_max_samples: int = 20_000
     replicates: int = 3
+    replicates_max_samples: int = 100_000
+    max_samples: int | None = None
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).
 CHOICES = BestChoices()
+
+
+def agreement_knee(n_samples: int) -> float:
+    """The ``agreement_knee`` of :func:`agreement_weights` for data of ``n_samples`` rows:
+    0 (proportional) up to ``CHOICES.proportional_max_samples``, ``CHOICES.agreement_knee``
+    above."""
+    return 0.0 if n_samples <= CHOICES.proportional_max_samples else CHOICES.agreement_knee
 
 
 def base_k_range(low_k: int, high_k: int, n_samples: int, mode: str) -> tuple[int, int]:
@@ -120,7 +154,10 @@ def base_k_range(low_k: int, high_k: int, n_samples: int, mode: str) -> tuple[in
 def consensus_widths(n_clusters: int, n_samples: int) -> list[int]:
     """Eigenvectors of the best mode's consensus embeddings, each at least ``k`` and at
     most ``n_samples``, without repeats: ``k + extra_vectors``, then
-    ``ceil(consensus_vectors * k)`` (k = 2: [3]; k = 10: [11, 15]; k = 100: [101, 150])."""
+    ``ceil(consensus_vectors * k)`` (k = 2: [3]; k = 10: [11, 15]; k = 100: [101, 150]);
+    Tcut's ``[k]`` on more than ``wide_max_samples`` samples."""
+    if n_samples > CHOICES.wide_max_samples:
+        return [n_clusters]
     wanted = [n_clusters + CHOICES.extra_vectors,
               math.ceil(max(1.0, CHOICES.consensus_vectors) * n_clusters - 1e-9)]
     widths = []
@@ -199,14 +236,16 @@ def _mean_agreement(base_labels: np.ndarray) -> np.ndarray:
 
 
 def agreement_weights(base_labels: np.ndarray, weighting: str,
-                      entropy_knee: float = 0.5) -> np.ndarray:
+                      entropy_knee: float = 0.5, agreement_knee: float = 0.0) -> np.ndarray:
     """One weight per base clustering (column of ``base_labels``), mean 1.
 
     ``"agreement"``: its mean NMI with the other base clusterings; ``"agreement_entropy"``:
     that times ``min(1, H / entropy_knee)``, ``H`` its :func:`normalised_entropy`, so that a
     near-degenerate clustering counts little even where the other near-degenerate ones
     isolate the same few samples and so agree with it; ``"entropy"``: ``H`` alone;
-    ``"none"``: ones.
+    ``"none"``: ones. With ``agreement_knee`` > 0 the agreement factor is
+    ``min(1, A / (agreement_knee * median(A)))``: only base clusterings that agree with the
+    others far less than is typical count less.
     """
     n_members = base_labels.shape[1]
     if weighting == "none" or n_members == 1:
@@ -218,6 +257,9 @@ def agreement_weights(base_labels: np.ndarray, weighting: str,
         raw = entropies
     else:
         raw = _mean_agreement(base_labels)
+        if agreement_knee > 0:
+            typical = agreement_knee * float(np.median(raw))
+            raw = np.minimum(1.0, raw / typical) if typical > 0 else np.ones(n_members)
         if weighting == "agreement_entropy":
             raw = raw * np.minimum(1.0, entropies / entropy_knee)
     if raw.sum() <= 0:

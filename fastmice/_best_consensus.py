@@ -48,14 +48,17 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     choices = _best.CHOICES
     n_base_clusters = np.maximum(base_labels.max(axis=0) + 1, 1)
     offsets = np.concatenate([[0], np.cumsum(n_base_clusters)[:-1]])
-    weights = _best.agreement_weights(base_labels, choices.weighting, choices.entropy_knee)
+    weights = _best.agreement_weights(base_labels, choices.weighting, choices.entropy_knee,
+                                      _best.agreement_knee(base_labels.shape[0]))
     B = _best.weighted_incidence(base_labels, offsets, int(n_base_clusters.sum()), weights)
     used_columns = np.flatnonzero(np.asarray(B.sum(axis=0)).ravel() > 0)
     B = B[:, used_columns]
     sample, kmeans_sample = _sample_sizes(n_clusters, CONSENSUS_SAMPLE,
                                           CONSENSUS_KMEANS_SAMPLE, CONSENSUS_PER_CLUSTER)
     widths = _best.consensus_widths(n_clusters, base_labels.shape[0])
-    n_cuts = max(1, choices.replicates) * len(widths)
+    replicates = 1 if base_labels.shape[0] > choices.replicates_max_samples else \
+        max(1, choices.replicates)
+    n_cuts = replicates * len(widths)
     best, best_score = None, -np.inf
     for replicate in range(n_cuts):  # the widths take turns, each cut its own stream
         stream = (CONSENSUS_STREAM,) if replicate == 0 else (CONSENSUS_STREAM, replicate)

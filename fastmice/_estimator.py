@@ -123,8 +123,8 @@ class FastMICE(ClusterMixin, BaseEstimator):
     metrics_ : tuple of str
         The metric each view was compared with ("auto" resolved).
     mode_ : str
-        The mode the ensemble was fitted in: ``mode``, but "paper" for more than
-        ``BEST_MODE_MAX_SAMPLES`` samples (``fastmice._params``).
+        The mode the ensemble was fitted in (``mode``; "paper" above
+        ``fastmice._best.CHOICES.max_samples`` samples where that is set).
 
     References
     ----------
@@ -197,7 +197,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         self.k_candidates_ = None if choice is None else choice.ranked()
         self.root_seed_ = seed
         self.metrics_ = params.metric
-        self.mode_ = params.mode  # "paper" above BEST_MODE_MAX_SAMPLES samples
+        self.mode_ = params.mode
         self.n_views_ = len(Xs)
         self.n_features_in_ = [X.shape[1] for X in Xs]
         return self

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["AUTO", "BEST_MODE_MAX_SAMPLES", "DEFAULTS", "METRICS", "MODES",
+__all__ = ["AUTO", "DEFAULTS", "METRICS", "MODES",
            "PIPELINE_RANDOM_STATE", "EnsembleParams", "check_int", "check_n_jobs",
            "resolve_seed"]
 
@@ -31,11 +31,6 @@ METRICS = ("euclidean", "cosine", "auto")
 #: "paper": the published algorithm as the official code computes it; "best": the choices
 #: of ``fastmice._best`` on top of it (docs/algorithm.md).
 MODES = ("paper", "best")
-#: Where the best mode's weights and replicates were measured to help (data sets of up to
-#: 10,000 samples; level at 20,000): above it the consensus k-means runs on a sample, and at
-#: 398,191 samples, k = 400 the best mode scored 2.4 NMI points below the paper mode
-#: (docs/quality.md), so larger data are clustered in the paper mode.
-BEST_MODE_MAX_SAMPLES = 20_000
 #: ``random_state`` ints are seeds of ``numpy.random.RandomState``: ``[0, 2**32)``.
 _SEED_BOUND = 2**32
 
@@ -189,8 +184,8 @@ class EnsembleParams:
             With ``metric`` as one name per view; None (the default) becomes the mode's
             default metric: "euclidean" in the paper mode (the official code's), "auto" in
             the best mode (a metric per view from its values, ``fastmice._metric_rule``).
-            The best mode's other choices apply up to :data:`BEST_MODE_MAX_SAMPLES`
-            samples; above, ``mode`` becomes "paper" (its metric rule stays).
+            ``mode`` becomes "paper" above ``fastmice._best.CHOICES.max_samples`` samples
+            (None, the default: never; a switch for measurements), its metric rule staying.
         """
         if self.n_clusters == AUTO and n_samples < 3:
             raise ValueError(f"n_clusters='auto' needs at least 3 samples; got {n_samples}.")
@@ -203,7 +198,10 @@ class EnsembleParams:
         if len(metrics) != n_views:
             raise ValueError(f"metric has {len(metrics)} entries; expected one per view "
                              f"({n_views}).")
-        mode = "paper" if n_samples > BEST_MODE_MAX_SAMPLES else self.mode
+        from fastmice import _best
+
+        limit = _best.CHOICES.max_samples
+        mode = "paper" if limit is not None and n_samples > limit else self.mode
         return replace(self, metric=tuple(metrics), mode=mode)
 
     def reference_k(self, n_samples: int) -> int:

@@ -152,14 +152,33 @@ def test_groups_that_see_every_view_follow_the_choices(monkeypatch):
         [s.views for s in paper_draw]  # a cosine view: the share for any data (0) applies
 
 
-def test_the_best_mode_applies_up_to_its_measured_size_and_keeps_its_metric_rule():
-    from fastmice._params import BEST_MODE_MAX_SAMPLES
+def test_the_best_mode_applies_at_any_size_unless_limited(monkeypatch):
+    from fastmice import _best
 
-    small = EnsembleParams(3, mode="best").for_data(BEST_MODE_MAX_SAMPLES, 2)
-    large = EnsembleParams(3, mode="best").for_data(BEST_MODE_MAX_SAMPLES + 1, 2)
-    assert (small.mode, small.metric) == ("best", ("auto", "auto"))
-    assert (large.mode, large.metric) == ("paper", ("auto", "auto"))
-    assert large.for_data(BEST_MODE_MAX_SAMPLES + 1, 2) == large
+    large = EnsembleParams(3, mode="best").for_data(10**6, 2)
+    assert (large.mode, large.metric) == ("best", ("auto", "auto"))
+    monkeypatch.setattr(_best, "CHOICES", _best.BestChoices(max_samples=1000))
+    limited = EnsembleParams(3, mode="best").for_data(1001, 2)
+    assert (limited.mode, limited.metric) == ("paper", ("auto", "auto"))  # metric rule kept
+    assert limited.for_data(1001, 2) == limited
+    assert EnsembleParams(3, mode="best").for_data(1000, 2).mode == "best"
+
+
+def test_agreement_weights_have_a_knee_above_the_proportional_size():
+    from fastmice import _best
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(4), 100)
+    base = np.column_stack([np.where(rng.random(400) < p, truth, rng.integers(0, 4, 400))
+                            for p in (0.95, 0.9, 0.8, 0.7, 0.05)])
+    proportional = agreement_weights(base, "agreement")
+    assert np.all(np.diff(proportional[:4]) < 0)  # in proportion to agreement
+    kneed = agreement_weights(base, "agreement", agreement_knee=0.5)
+    assert kneed[:4] == pytest.approx(np.full(4, kneed[0]))  # the typical ones count alike
+    assert kneed[4] < 0.3 * kneed[0]  # the one that shares nothing still counts little
+    limit = _best.CHOICES.proportional_max_samples
+    assert _best.agreement_knee(limit) == 0.0
+    assert _best.agreement_knee(limit + 1) == _best.CHOICES.agreement_knee > 0
 
 
 def test_near_degenerate_base_clusterings_that_agree_do_not_cut_the_consensus(monkeypatch):
