@@ -106,6 +106,9 @@ class BestChoices:
     replicates : int
         Consensus cuts per embedding width, the best by average NMI with the base
         clusterings kept.
+    kmeans_plusplus_min_samples : int or None
+        Above this many samples the consensus k-means starts once from k-means++ rows of
+        its sample instead of from the best of ``n_init`` random ones (None: never).
     replicates_max_samples : int
         Above this many samples one cut (each cut's k-means rounds run on every sample: three
         cost 1.7x the paper mode's whole fit at 100,000 samples).
@@ -126,6 +129,7 @@ class BestChoices:
     consensus_vectors: float = 1.5
     wide_max_samples: int = 20_000
     replicates: int = 3
+    kmeans_plusplus_min_samples: int | None = 20_000
     replicates_max_samples: int = 100_000
     max_samples: int | None = None
 

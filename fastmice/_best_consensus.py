@@ -59,13 +59,20 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     replicates = 1 if base_labels.shape[0] > choices.replicates_max_samples else \
         max(1, choices.replicates)
     n_cuts = replicates * len(widths)
+    plusplus = choices.kmeans_plusplus_min_samples
+    kmeans_init = "k-means++" if plusplus is not None and base_labels.shape[0] > plusplus \
+        else "random"
+    if kmeans_init == "k-means++":
+        # One start per cut: k-means++ costs k times a random start, and its starts spread.
+        n_init = 1
     best, best_score = None, -np.inf
     for replicate in range(n_cuts):  # the widths take turns, each cut its own stream
         stream = (CONSENSUS_STREAM,) if replicate == 0 else (CONSENSUS_STREAM, replicate)
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
             n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
-            full_rounds=CONSENSUS_FULL_ROUNDS, n_vectors=widths[replicate % len(widths)])
+            full_rounds=CONSENSUS_FULL_ROUNDS, n_vectors=widths[replicate % len(widths)],
+            kmeans_init=kmeans_init)
         score = _weighted_agreement(partition.labels_, base_labels, weights) \
             if n_cuts > 1 else 0.0
         if score > best_score:

@@ -74,9 +74,25 @@ def _as_rows(X, metric: str) -> Rows:
     return MatrixRows(X, cosine=metric == "cosine")
 
 
+def _kmeans_plusplus_rows(rows: Rows, n_clusters: int, rng: np.random.Generator
+                          ) -> np.ndarray:
+    """Initial rows chosen by greedy k-means++ (scikit-learn's), one seed drawn from ``rng``.
+
+    Squared Euclidean between the rows as :meth:`take` gives them (unit rows for the
+    consensus embedding, where that orders pairs as cosine does). Costs about
+    ``n_rows * n_clusters * (2 + log k) * n_features`` flops: meant for a sample.
+    """
+    from sklearn.cluster import kmeans_plusplus
+
+    dense = np.asarray(rows.take(np.arange(rows.n_rows)), dtype=np.float64)
+    _, indices = kmeans_plusplus(dense, n_clusters,
+                                 random_state=int(rng.integers(np.iinfo(np.int32).max)))
+    return np.asarray(indices, dtype=np.intp)
+
+
 def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int = 100,
                n_init: int = 1, rng: np.random.Generator,
-               n_jobs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               n_jobs: int | None = None, init: str = "random") -> tuple[np.ndarray, np.ndarray]:
     """Cluster the rows of ``X`` exactly as Deng Cai's litekmeans does.
 
     Input is assumed validated: ``X`` is a float ndarray or CSR matrix of shape
@@ -98,6 +114,10 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
     n_jobs : int, optional
         Most threads for the replicates (default: as many as cores); they run in threads
         only when the work is large. The result does not depend on it.
+    init : {"random", "k-means++"}, default="random"
+        Each replicate's initial centres: distinct rows drawn at random (litekmeans), or
+        chosen by k-means++ (:func:`_kmeans_plusplus_rows`; the best mode's consensus on
+        large data).
 
     Returns
     -------
@@ -112,8 +132,13 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
                          f"k-means.")
     # Every replicate's initial rows are drawn first, in replicate order: the replicates are
     # then independent and may run side by side with the same result.
-    inits = [np.sort(rng.choice(rows.n_rows, n_clusters, replace=False))
-             for _ in range(n_init)]
+    if init == "k-means++":
+        inits = [_kmeans_plusplus_rows(rows, n_clusters, rng) for _ in range(n_init)]
+    elif init == "random":
+        inits = [np.sort(rng.choice(rows.n_rows, n_clusters, replace=False))
+                 for _ in range(n_init)]
+    else:
+        raise ValueError(f"init={init!r} is not valid; expected 'random' or 'k-means++'.")
     if n_init == 1:
         return _single_run(rows, n_clusters, max_iter, inits[0])
 
@@ -134,7 +159,8 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
 def sampled_litekmeans(X, n_clusters: int, *, sample: np.ndarray | None,
                        full_rounds: int = 1, metric: str = "sqeuclidean", max_iter: int = 100,
                        n_init: int = 1, rng: np.random.Generator,
-                       n_jobs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       n_jobs: int | None = None, init: str = "random"
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """litekmeans whose rounds run on some rows only, then a few rounds on every row.
 
     Without ``sample`` this is :func:`litekmeans`. Otherwise the rounds and replicates run
@@ -149,9 +175,10 @@ def sampled_litekmeans(X, n_clusters: int, *, sample: np.ndarray | None,
     rows = _as_rows(X, metric)
     if sample is None:
         return litekmeans(rows, n_clusters, metric=metric, max_iter=max_iter, n_init=n_init,
-                          rng=rng, n_jobs=n_jobs)
+                          rng=rng, n_jobs=n_jobs, init=init)
     _, centers = litekmeans(rows.subset(sample), n_clusters, metric=metric,
-                            max_iter=max_iter, n_init=n_init, rng=rng, n_jobs=n_jobs)
+                            max_iter=max_iter, n_init=n_init, rng=rng, n_jobs=n_jobs,
+                            init=init)
     return lloyd_rounds(rows, centers, full_rounds)
 
 

@@ -121,7 +121,8 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
                               init: BipartitePartition | None = None,
                               n_jobs: int = 1,
                               eigen_dtype: type = np.float64,
-                              n_vectors: int | None = None) -> BipartitePartition:
+                              n_vectors: int | None = None,
+                              kmeans_init: str = "random") -> BipartitePartition:
     """Partition the rows of a bipartite graph by transfer cut.
 
     The ``n_clusters`` (or ``n_vectors``) leading eigenvectors of the normalised column-side
@@ -162,6 +163,9 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         Eigenvectors of the embedding the k-means clusters (default ``n_clusters``, as
         Tcut; the best mode's consensus asks for more, :mod:`fastmice._best`). With
         ``init``, the number of ``init``'s.
+    kmeans_init : {"random", "k-means++"}, default="random"
+        How the k-means replicates start (:func:`fastmice._kmeans.litekmeans`; random rows
+        as Tcut).
 
     Returns
     -------
@@ -200,5 +204,6 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         embedding = _embed_rows(B, anchor_embedding, n_jobs)
         labels, centers = sampled_litekmeans(
             embedding, n_clusters, sample=kmeans_sample, full_rounds=full_rounds,
-            metric="cosine", max_iter=max_iter, n_init=n_init, rng=rng, n_jobs=n_jobs)
+            metric="cosine", max_iter=max_iter, n_init=n_init, rng=rng, n_jobs=n_jobs,
+            init=kmeans_init)
     return BipartitePartition(labels.astype(np.int64), anchor_embedding, centers)

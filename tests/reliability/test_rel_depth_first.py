@@ -51,9 +51,11 @@ def test_groups_run_depth_first_on_the_pool(width, registered, blobs, monkeypatc
     summary = cluster_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=width))(
         dataset="blobs", n_clusters=4, n_groups=M, n_anchors=40, random_state=SEED,
         store_url=registered.url)
-    # When group g's graph starts, at least g - width + 1 groups are whole.
-    late = [g for i, (step, g) in enumerate(events) if step == "graph"
-            and sum(s == "base" for s, _ in events[:i]) < g - width + 1]
+    # When the j-th graph starts (groups start longest first, fastmice.longest_first), at
+    # least j - width + 1 groups are whole.
+    starts = [i for i, (step, _) in enumerate(events) if step == "graph"]
+    late = [events[i][1] for j, i in enumerate(starts)
+            if sum(s == "base" for s, _ in events[:i]) < j - width + 1]
     expected = fastmice.FastMICE(4, n_groups=M, n_anchors=40, random_state=SEED,
                                  mode="best").fit(
         blobs[0]).labels_
@@ -61,7 +63,8 @@ def test_groups_run_depth_first_on_the_pool(width, registered, blobs, monkeypatc
         "run", summary["run_id"])["labels"]).column("label").to_numpy(), expected)
     order = " ".join(f"{s[0]}{g}" for s, g in events)
     assert battery.record("depth first", f"{M} groups on {width} worker thread(s)",
-                          f"group g starts once g-{width}+1 groups are whole; library labels",
+                          f"the j-th group starts once j-{width}+1 groups are whole; library "
+                          "labels",
                           f"order {order}; labels {'identical' if same else 'DIFFERENT'}",
                           not late and same), events
 

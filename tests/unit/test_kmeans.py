@@ -66,3 +66,29 @@ def test_replicates_in_threads_give_the_sequential_result(monkeypatch):
         runs[name] = litekmeans(X, 6, n_init=5, max_iter=20, rng=np.random.default_rng(3))
     np.testing.assert_array_equal(runs["sequential"][0], runs["threads"][0])
     np.testing.assert_array_equal(runs["sequential"][1], runs["threads"][1])
+
+
+def _one_big_many_small(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows: one cluster of 4,000 rows and 19 tight ones of 20 (random starts land
+    almost all in the big one)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(20, 30))
+    y = np.concatenate([np.zeros(4000, dtype=int), np.repeat(np.arange(1, 20), 20)])
+    X = centres[y] + rng.normal(scale=0.01, size=(len(y), 30))
+    return X / np.linalg.norm(X, axis=1, keepdims=True), y
+
+
+def test_kmeans_plusplus_start_finds_the_small_clusters_random_rows_miss():
+    from sklearn.metrics import normalized_mutual_info_score as nmi
+
+    X, y = _one_big_many_small()
+    plusplus, _ = litekmeans(X, 20, metric="cosine", init="k-means++",
+                             rng=np.random.default_rng(1))
+    random_rows, _ = litekmeans(X, 20, metric="cosine", rng=np.random.default_rng(1))
+    again, _ = litekmeans(X, 20, metric="cosine", init="k-means++",
+                          rng=np.random.default_rng(1))
+    np.testing.assert_array_equal(plusplus, again)  # every draw from the one rng
+    assert nmi(y, plusplus) > 0.99
+    assert nmi(y, random_rows) < 0.95  # what the k-means++ start is for
+    with pytest.raises(ValueError, match="init='kmeans'"):
+        litekmeans(X, 20, init="kmeans", rng=np.random.default_rng(0))
