@@ -145,3 +145,18 @@ def _peak_rss_kib(rss_file: Path) -> float:
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def start_local_s3(work: Path) -> dict[str, str]:
+    """Start ``infra/s3_local.sh``'s S3-compatible server on a free port, its objects under
+    ``work/s3``; the environment a command needs to reach it (stop it with the script's
+    ``stop --dir work/s3``)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(["bash", str(REPO / "infra" / "s3_local.sh"), "start", "--port", str(port),
+                    "--dir", str(work / "s3")], check=True, capture_output=True)
+    return {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "x",
+            "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _measure import run_measured
+from _measure import run_measured, start_local_s3
 
 REPO = Path(__file__).resolve().parents[1]
 HDIGIT = REPO.parent / "shared" / "datasets" / "Hdigit.npz"
@@ -73,16 +72,6 @@ def _library(data: Path) -> float:
     return float(out.stdout.split()[-1])
 
 
-def _s3(work: Path) -> dict[str, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    subprocess.run(["bash", str(REPO / "infra" / "s3_local.sh"), "start", "--port", str(port),
-                    "--dir", str(work / "s3")], check=True, capture_output=True)
-    return {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "x",
-            "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}
-
-
 def ratios(repeats: int = 3, timeout: float = 1800) -> dict[str, Any]:
     """Run the session; the figures and ratios."""
     work = Path(tempfile.mkdtemp(prefix="fastmice-ratios-"))
@@ -121,7 +110,7 @@ def ratios(repeats: int = 3, timeout: float = 1800) -> dict[str, Any]:
         appended.append(run(["append", "base", str(batch), "--store", incremental]))
         reclustered.append(run(["recluster", "base", "--store", incremental]))
         library.append(_library(union))
-    s3 = _s3(work)
+    s3 = start_local_s3(work)
     try:
         s3_first = run(["cluster", str(base), "--name", "base", "--store", remote], s3)
         s3_stored = [run(["cluster", str(base), "--name", "base", "--store", remote],

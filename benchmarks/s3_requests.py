@@ -21,7 +21,6 @@ import argparse
 import contextvars
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,21 +30,11 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from _measure import run_measured
+from _measure import run_measured, start_local_s3
 
 REPO = Path(__file__).resolve().parents[1]
 HDIGIT = REPO.parent / "shared" / "datasets" / "Hdigit.npz"
 _CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="")
-
-
-def _start_s3(work: Path) -> dict[str, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    subprocess.run(["bash", str(REPO / "infra" / "s3_local.sh"), "start", "--port", str(port),
-                    "--dir", str(work / "s3")], check=True, capture_output=True)
-    return {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "x",
-            "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
 def _caller() -> str:
@@ -163,7 +152,7 @@ def measure(data: Path, repeats: int, runs: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="fastmice-s3-requests-"))
     logs = work / "logs"
     logs.mkdir()
-    s3 = _start_s3(work)
+    s3 = start_local_s3(work)
     try:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("PREFECT_") and k != "FASTMICE_STORE"}
