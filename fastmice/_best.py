@@ -53,8 +53,9 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_knee", "agreement_weights",
-           "base_k_range", "consensus_widths", "empty_rows", "informed_labels", "member_nmi",
-           "missing_rows", "normalised_entropy", "weighted_incidence"]
+           "base_k_range", "consensus_cuts", "consensus_widths", "empty_rows",
+           "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
+           "weighted_incidence"]
 
 #: A base label meaning "this base clustering knows nothing of the sample".
 UNINFORMED = -1
@@ -170,6 +171,18 @@ def consensus_widths(n_clusters: int, n_samples: int) -> list[int]:
         if width not in widths:
             widths.append(width)
     return widths
+
+
+def consensus_cuts(n_clusters: int, n_samples: int) -> tuple[list[int], str]:
+    """The best mode's consensus cuts on data of ``n_samples`` rows: the embedding width of
+    each cut, in order (:func:`consensus_widths`, taking turns, ``replicates`` times each; one
+    cut above ``replicates_max_samples``), and how their k-means start (``"k-means++"``
+    above ``kmeans_plusplus_min_samples``, else ``"random"``)."""
+    widths = consensus_widths(n_clusters, n_samples)
+    replicates = 1 if n_samples > CHOICES.replicates_max_samples else max(1, CHOICES.replicates)
+    plusplus = CHOICES.kmeans_plusplus_min_samples
+    start = "k-means++" if plusplus is not None and n_samples > plusplus else "random"
+    return widths * replicates, start
 
 
 def empty_rows(X) -> np.ndarray:

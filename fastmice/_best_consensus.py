@@ -55,26 +55,19 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     B = B[:, used_columns]
     sample, kmeans_sample = _sample_sizes(n_clusters, CONSENSUS_SAMPLE,
                                           CONSENSUS_KMEANS_SAMPLE, CONSENSUS_PER_CLUSTER)
-    widths = _best.consensus_widths(n_clusters, base_labels.shape[0])
-    replicates = 1 if base_labels.shape[0] > choices.replicates_max_samples else \
-        max(1, choices.replicates)
-    n_cuts = replicates * len(widths)
-    plusplus = choices.kmeans_plusplus_min_samples
-    kmeans_init = "k-means++" if plusplus is not None and base_labels.shape[0] > plusplus \
-        else "random"
+    widths, kmeans_init = _best.consensus_cuts(n_clusters, base_labels.shape[0])
     if kmeans_init == "k-means++":
         # One start per cut: k-means++ costs k times a random start, and its starts spread.
         n_init = 1
     best, best_score = None, -np.inf
-    for replicate in range(n_cuts):  # the widths take turns, each cut its own stream
-        stream = (CONSENSUS_STREAM,) if replicate == 0 else (CONSENSUS_STREAM, replicate)
+    for cut, width in enumerate(widths):  # each cut on its own stream
+        stream = (CONSENSUS_STREAM,) if cut == 0 else (CONSENSUS_STREAM, cut)
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
             n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
-            full_rounds=CONSENSUS_FULL_ROUNDS, n_vectors=widths[replicate % len(widths)],
-            kmeans_init=kmeans_init)
+            full_rounds=CONSENSUS_FULL_ROUNDS, n_vectors=width, kmeans_init=kmeans_init)
         score = _weighted_agreement(partition.labels_, base_labels, weights) \
-            if n_cuts > 1 else 0.0
+            if len(widths) > 1 else 0.0
         if score > best_score:
             best, best_score = partition, score
     return ConsensusPartition(best.labels_, offsets, n_base_clusters, used_columns, best,
