@@ -88,7 +88,15 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
 
         check_dask(args.dask)
         stamp = source_stamp(args.data, name, args.id_column)
-        quick = None if args.run_name else answer_unchanged_files(store, stamp, name, values)
+        reach_store = getattr(args, "reach_store", None) or (lambda: None)
+        try:
+            quick = None if args.run_name else answer_unchanged_files(store, stamp, name,
+                                                                      values)
+        except Exception:
+            reach_store()  # an unreachable store is said in one line
+            raise
+        if quick is None:
+            reach_store()
         if quick is not None:
             stage_line(output, "ingest", f"{quick['n_samples']} samples, {quick['n_views']} "
                        f"views already stored (files unchanged since they were registered)")

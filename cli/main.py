@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from cli import commands
@@ -201,6 +201,10 @@ def _interrupted(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _reached() -> None:
+    """The store needs no check (a folder, or a URL whose root was listed)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fastmice`` console script; returns the exit status.
 
@@ -222,7 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with store_warnings(args.command, output):
             writes = args.command in WRITERS or getattr(args, "repair", False) or (
                 args.command in TIDIERS and not args.dry_run)
-            args.store = checked_store(args.store, writes=writes)
+            # `cluster` lists a remote store's root only if no stored answer is found first.
+            deferred: list[Callable[[], None]] = []
+            args.store = checked_store(args.store, writes=writes, reach=deferred.append
+                                       if args.command == "cluster" else None)
+            args.reach_store = deferred[0] if deferred else _reached
             status = args.handler(args, output) or 0
     except KeyboardInterrupt:
         print("fastmice: interrupted; rerun the same command to resume.", file=sys.stderr)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from cli.output import CommandError
@@ -23,9 +24,15 @@ __all__ = ["EXTRAS", "checked_store"]
 EXTRAS = {"s3": ("s3", "s3fs"), "s3a": ("s3", "s3fs")}
 
 
-def checked_store(value: str | None, *, writes: bool) -> str:
+def checked_store(value: str | None, *, writes: bool,
+                  reach: Callable[[Callable[[], None]], None] | None = None) -> str:
     """The store URL or path a command uses (``--store``, else ``$FASTMICE_STORE``, else
-    ``./.fastmice``), checked; :class:`CommandError` if it cannot work."""
+    ``./.fastmice``), checked; :class:`CommandError` if it cannot work.
+
+    A URL's root is listed before this returns, unless ``reach`` is given: it is then
+    handed the check of the root, to make when the command needs it (a stored answer
+    found first shows the store was reached, a round trip sooner).
+    """
     env = os.environ.get(STORE_ENV)
     where = "--store" if value is not None else (f"${STORE_ENV}" if env else "the store")
     url = value if value is not None else env or DEFAULT_ROOT
@@ -55,7 +62,10 @@ def checked_store(value: str | None, *, writes: bool) -> str:
     except ValueError:
         raise CommandError(f"{where} {url}: unknown protocol {protocol!r} (expected a folder, "
                            f"file:// or an fsspec URL such as s3://bucket/path).") from None
-    _reach(url, where)
+    if reach is None:
+        _reach(url, where)
+    else:
+        reach(lambda: _reach(url, where))
     return url
 
 

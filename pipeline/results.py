@@ -257,12 +257,14 @@ def finish_run(store: Any, record: dict[str, Any], data: dict[str, Any]) -> dict
     return record
 
 
-def labels_damage(store: Any, record: dict[str, Any], *, quarantine: bool = True) -> str | None:
+def labels_damage(store: Any, record: dict[str, Any], *, quarantine: bool = True,
+                  expected: tuple[str, int] | None = None) -> str | None:
     """Why a run's labels table cannot be read (``"missing"``, ``"sha256 mismatch..."``), or
-    None. A corrupt table is set aside in quarantine, as by any read (unless told not to)."""
+    None. A corrupt table is set aside in quarantine, as by any read (unless told not to).
+    ``expected``: the table's ``(format, size)`` when written (see ``verify``)."""
     ref = record["labels"]
     try:
-        return store.verify(ref["kind"], ref["key"], quarantine=quarantine)
+        return store.verify(ref["kind"], ref["key"], quarantine=quarantine, expected=expected)
     except ArtifactNotFoundError:
         return "missing"
 

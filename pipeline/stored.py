@@ -27,7 +27,7 @@ from pipeline.keys import RUN
 from pipeline.plans import Plan, cluster_plan
 from pipeline.results import labels_damage
 from pipeline.runs import list_runs
-from storage import ArtifactIntegrityError, ArtifactNotFoundError, DatasetStore
+from storage import ArtifactIntegrityError, ArtifactNotFoundError, ArtifactRef, DatasetStore
 from storage.datasets import RECORD_KIND
 from storage.usage import remove_record
 
@@ -93,16 +93,18 @@ def remember_answer(store: Any, name: str, run_id: str, values: dict[str, Any]) 
     written if the same answer is kept already; another one is replaced."""
     with contextlib.suppress(*_STORE_ERRORS):
         record = store.read_record(RUN, run_id)
-        run_versions, manifest = store.concurrently(
+        run_versions, manifest, labels_meta = store.concurrently(
             lambda: store.record_versions(RUN, run_id),
-            lambda: DatasetStore(store).manifest(record["dataset"]))
+            lambda: DatasetStore(store).manifest(record["dataset"]),
+            lambda: store.read_meta(ArtifactRef.from_dict(record["labels"])))
         batches = manifest["batches"]
         if len(batches) != 1 or not _computes(record, cluster_plan(manifest, **values)):
             return
         answer = {"run_id": run_id, "run_version": run_versions[-1],
                   "dataset": manifest["name"], "dataset_version": manifest["version"],
                   "fingerprint": batches[0]["fingerprint"],
-                  "labels": [record["labels"]["kind"], record["labels"]["key"]],
+                  "labels": [record["labels"]["kind"], record["labels"]["key"],
+                             labels_meta["format"], int(labels_meta["size"])],
                   "values": _result_params(values)}
         with contextlib.suppress(*_STORE_ERRORS):
             if store.read_record(ANSWER, name, version=1) == json.loads(json.dumps(answer)):
@@ -119,19 +121,23 @@ def recall_answer(store: Any, name: str) -> dict[str, Any] | None:
     latest: each listed) and valid, the dataset still holds exactly the one batch the files
     were registered as, the run computed exactly the plan of the kept parameters on that
     dataset (:func:`stored_run`'s test) and its labels table is intact (checksummed; a
-    corrupt one is set aside). These reads are made at once (``store.concurrently``): on an
-    object store, the answer costs the answer's read and two round trips.
+    corrupt one is set aside). These reads are made at once (``store.concurrently``; the
+    table's ``meta.json`` with its data file): on an object store, the answer costs the
+    answer's read and one round trip.
     """
     try:
         answer = store.read_record(ANSWER, name, version=1)
         run_id, dataset = answer["run_id"], answer["dataset"]
         labels = {"kind": answer["labels"][0], "key": answer["labels"][1]}
+        # The format and size the table was written with: its meta.json and data file are
+        # then read at once (answers kept before they were recorded check one after the other).
+        expected = tuple(answer["labels"][2:4]) or None
         run_versions, record, dataset_versions, manifest, damage = store.concurrently(
             lambda: store.record_versions(RUN, run_id),
             lambda: store.read_record(RUN, run_id, version=answer["run_version"]),
             lambda: store.record_versions(RECORD_KIND, dataset),
             lambda: store.read_record(RECORD_KIND, dataset, version=answer["dataset_version"]),
-            lambda: labels_damage(store, {"labels": labels}))
+            lambda: labels_damage(store, {"labels": labels}, expected=expected))
         manifest["version"] = answer["dataset_version"]
         batches = manifest["batches"]
         holds = (run_versions[-1:] == [answer["run_version"]]

@@ -106,6 +106,31 @@ def test_a_kept_answer_is_found_in_a_few_reads_whatever_the_runs_kept(answered, 
     assert not any("d-other" in rel for rel in counted.reads + counted.listings)
 
 
+def test_a_remote_labels_table_is_checked_in_one_round_trip(answered, monkeypatch):
+    """On a store over a network, the labels table's meta.json and data file are read at
+    once: each read waits here until the other has started (never, one after the other)."""
+    store, name = answered
+    if not store._round_trips:
+        pytest.skip("a local store reads one file after the other")
+    both = threading.Barrier(2, timeout=10)
+    real_read, real_digest = store._read_bytes, store._file_digest
+
+    def read(rel, *args):
+        if f"/{LABELS}/" in f"/{rel}" and rel.endswith("meta.json"):
+            both.wait()
+        return real_read(rel, *args)
+
+    def digest(rel, *args):
+        if f"/{LABELS}/" in f"/{rel}":
+            both.wait()
+        return real_digest(rel, *args)
+
+    monkeypatch.setattr(store, "_read_bytes", read)
+    monkeypatch.setattr(store, "_file_digest", digest)
+    record = recall_answer(store, name)
+    assert record is not None and record["run_id"] == "d-run"
+
+
 def test_the_answer_is_the_stored_run_of_the_usual_path(answered):
     store, name = answered
     plan = plan_cluster(store, "d", **VALUES)

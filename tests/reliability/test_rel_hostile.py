@@ -155,6 +155,11 @@ def test_bad_stores_are_refused(files, store_dir, tmp_path, capfd, battery, monk
     _refused(["runs", "--store", "s3://unreachable/store"], "cannot be reached", store_dir,
              files, capfd, battery, "`runs --store s3://...` at an endpoint nobody answers")
     S3FileSystem.clear_instance_cache()
+    # `cluster` looks for a stored answer before it lists the root: still one line.
+    _refused(["cluster", files["dir"] / "good.npz", "--store", "s3://unreachable/store"],
+             "cannot be reached", store_dir, files, capfd, battery,
+             "`cluster --store s3://...` at an endpoint nobody answers")
+    S3FileSystem.clear_instance_cache()
 
 
 def test_symlinks_out_of_the_store_are_not_followed(files, store_dir, tmp_path, capfd,
