@@ -176,7 +176,7 @@ def _agreement_section(run: _Run) -> Section:
                    figures.agreement(nmi[:m, :m], with_consensus, with_truth))
 
 
-def _groups_section(store: Any, record: dict[str, Any]) -> Section:
+def _groups_section(store: Any, record: dict[str, Any], draw: bool = True) -> Section:
     anchors = dataset_ref(DatasetStore(store).manifest(record["dataset"]),
                           record["anchor_batches"])
     params = drawn_params(store, fastmice.EnsembleParams.from_dict(record["params"]), anchors)
@@ -196,10 +196,11 @@ def _groups_section(store: Any, record: dict[str, Any]) -> Section:
                    f"{len(specs)} groups: each takes a random subset of the {record['n_views']} "
                    f"views and a random share of each view's features, and cuts its graph "
                    f"into its own number of clusters (base k {base_k.min()} to "
-                   f"{base_k.max()}).", figures.view_groups(share, base_k), table)
+                   f"{base_k.max()}).", figures.view_groups(share, base_k) if draw else None,
+                   table)
 
 
-def _stages_section(record: dict[str, Any]) -> Section:
+def _stages_section(record: dict[str, Any], draw: bool = True) -> Section:
     stages = {name: float(s) for name, s in record.get("stages", {}).items()}
     timings = record.get("timings", {})
     table = [["stage", "seconds"]] + [[n, f"{s:.2f}"] for n, s in stages.items()]
@@ -207,7 +208,8 @@ def _stages_section(record: dict[str, Any]) -> Section:
                    f"Seconds per stage, summed over every task (thread-seconds; the groups "
                    f"ran side by side). Wall clock: groups {timings.get('groups', 0):.1f} s, "
                    f"consensus and results {timings.get('consensus', 0):.1f} s, whole run "
-                   f"{record['seconds']:.1f} s.", figures.stages(stages), table)
+                   f"{record['seconds']:.1f} s.", figures.stages(stages) if draw else None,
+                   table)
 
 
 def _change_section(store: Any, run: _Run) -> Section | None:
@@ -231,8 +233,14 @@ def _change_section(store: Any, run: _Run) -> Section | None:
                    figures.label_change(change.sizes_before, change.sizes_after))
 
 
-def build_report(store: Any, run_id: str, *, max_points: int = MAX_MAP_POINTS) -> Report:
+def build_report(store: Any, run_id: str, *, max_points: int = MAX_MAP_POINTS,
+                 full: bool = True) -> Report:
     """The report of run ``run_id`` (see the module docstring for what it shows).
+
+    ``full=False`` gives the run at a glance, as the flows attach it to every run: the
+    ensemble's diagnostics (the agreement between base clusterings, the figures of the view
+    groups and of the time per stage: half the drawing, and the NMI of every pair of
+    clusterings) are left to ``fastmice report RUN``; the groups and stages stay as tables.
 
     Raises
     ------
@@ -246,8 +254,9 @@ def build_report(store: Any, run_id: str, *, max_points: int = MAX_MAP_POINTS) -
     sections = [_sizes_section(run), _map_section(run, colours, max_points)]
     if match is not None:
         sections.append(_confusion_section(run, match))
-    sections += [_agreement_section(run), _groups_section(store, run.record),
-                 _stages_section(run.record)]
+    if full:
+        sections.append(_agreement_section(run))
+    sections += [_groups_section(store, run.record, full), _stages_section(run.record, full)]
     change = _change_section(store, run)
     if change is not None:
         sections.append(change)

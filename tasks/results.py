@@ -61,8 +61,8 @@ def report_run(record: dict[str, Any]) -> None:
 
 @task(name="run-report", **TASK_OPTIONS)
 def report_artifact(store_url: str, run_id: str, dataset: str) -> bool:
-    """The run's report (:func:`pipeline.report.build_report`) as a Prefect markdown artifact,
-    its figures inline as SVG images; whether it was made.
+    """The run at a glance (:func:`pipeline.report.build_report` with ``full=False``) as a
+    Prefect markdown artifact, its figures inline as SVG images; whether it was made.
 
     The run is finished and stored before this runs: a report that cannot be drawn is
     logged as a warning and does not fail the run (``fastmice report RUN`` draws it again).
@@ -72,12 +72,16 @@ def report_artifact(store_url: str, run_id: str, dataset: str) -> bool:
     from pipeline.report_render import report_markdown
 
     try:
-        report = build_report(open_store(store_url), run_id)
+        report = build_report(open_store(store_url), run_id, full=False)
     except Exception as exc:  # the labels are stored: never fail a finished run for a figure
         get_run_logger().warning("run %s: no report artifact (%s: %s); `fastmice report %s` "
                                  "draws it again", run_id, type(exc).__name__, exc, run_id)
         return False
-    create_markdown_artifact(report_markdown(report), key=artifact_key(dataset, "report"),
-                             description=f"Report of run {run_id} (`fastmice report {run_id}` "
-                                         f"writes it as one HTML file).")
+    more = (f"The full report adds the agreement between base clusterings and the figures "
+            f"of the view groups and stages: `fastmice report {run_id}`.\n")
+    create_markdown_artifact(report_markdown(report) + "\n" + more,
+                             key=artifact_key(dataset, "report"),
+                             description=f"Run {run_id} at a glance (`fastmice report {run_id}` "
+                                         f"writes the full report, with the ensemble's "
+                                         f"diagnostics, as one HTML file).")
     return True
