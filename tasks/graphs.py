@@ -17,6 +17,7 @@ import numpy as np
 from prefect import task
 
 import fastmice
+from pipeline.empty_rows import group_empty_rows
 from pipeline.keys import ANCHORS, GRAPH_ROWS, anchors_key, rows_key
 from pipeline.reuse import stored_or_computed
 from storage import DatasetStore, open_store
@@ -61,11 +62,15 @@ def build_graph(store_url: str, anchor_data: dict[str, Any], params: dict[str, A
                (ANCHORS, key)]
 
     def compute() -> list[Any]:
-        with fastmice.stage("read"):  # opened and checksummed; rows are read by the search
+        # Opened and checksummed, and the all-zero rows of the group's views found (once per
+        # process: pipeline.empty_rows); rows are read by the search.
+        with fastmice.stage("read"):
             Xs = DatasetStore(store).read_views(anchor_data["name"],
                                                  batches=_batch_ids(anchor_data), rows=True)
-        B, anchors = fastmice.build_group_graph(
-            Xs, fastmice.ViewGroupSpec.from_dict(spec), fastmice.missing_rows(Xs, mode))
+            group = fastmice.ViewGroupSpec.from_dict(spec)
+            empty = group_empty_rows([b["fingerprint"] for b in anchor_data["batches"]], Xs,
+                                     group.views, mode)
+        B, anchors = fastmice.build_group_graph(Xs, group, empty)
         bounds = np.cumsum([0] + [b["n_samples"] for b in anchor_data["batches"]])
         return [*(B[a:b] for a, b in itertools.pairwise(bounds)), anchors.to_arrays()]
 
@@ -108,8 +113,9 @@ def transform_graph(store_url: str, anchor_data: dict[str, Any], params: dict[st
             Xs = DatasetStore(store).read_views(anchor_data["name"],
                                                  batches=[batch["batch_id"]], rows=True)
             anchors = fastmice.GroupAnchors.from_arrays(store.get(graph["anchors"]))
-        return [fastmice.transform_group_graph(Xs, fastmice.ViewGroupSpec.from_dict(spec),
-                                               anchors, fastmice.missing_rows(Xs, mode))]
+            group = fastmice.ViewGroupSpec.from_dict(spec)
+            empty = group_empty_rows([batch["fingerprint"]], Xs, group.views, mode)
+        return [fastmice.transform_group_graph(Xs, group, anchors, empty)]
 
     refs, computed, seconds = stored_or_computed(
         store, [(GRAPH_ROWS, rows_key(key, batch["fingerprint"]))], compute)
