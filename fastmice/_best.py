@@ -270,14 +270,15 @@ def _pair_agreement(base_labels: np.ndarray) -> np.ndarray:
     return pairs
 
 
-def _centrality(pairs: np.ndarray) -> np.ndarray:
-    """Leading eigenvector of a non-negative symmetric agreement matrix (Perron vector,
-    non-negative), scaled to the mean agreement; the mean agreement if there is no
-    agreement at all."""
+def _centrality(pairs: np.ndarray, voters: np.ndarray) -> np.ndarray:
+    """Leading eigenvector (Perron vector, non-negative) of the agreement matrix with each
+    member's agreements counted in proportion to ``voters`` (``diag(v) P diag(v)``), scaled
+    to the mean agreement; the mean agreement if there is no agreement at all."""
     mean = pairs.sum(axis=1) / max(1, pairs.shape[0] - 1)
-    if not pairs.any():
+    counted = pairs * voters[:, None] * voters[None, :]
+    if not counted.any():
         return mean
-    vector = np.abs(np.linalg.eigh(pairs)[1][:, -1])
+    vector = np.abs(np.linalg.eigh(counted)[1][:, -1])
     return vector * (mean.sum() / vector.sum())
 
 
@@ -293,7 +294,10 @@ def agreement_weights(base_labels: np.ndarray, weighting: str,
     ``"agreement_entropy"``:
     that times ``min(1, H / entropy_knee)``, ``H`` its :func:`normalised_entropy`, so that a
     near-degenerate clustering counts little even where the other near-degenerate ones
-    isolate the same few samples and so agree with it; ``"entropy"``: ``H`` alone;
+    isolate the same few samples and so agree with it (with ``centrality``, agreeing with
+    a near-degenerate one counts in the same proportion: the eigenvector of
+    ``diag(f) P diag(f)``, ``f`` that factor, else they would make a camp of their own);
+    ``"entropy"``: ``H`` alone;
     ``"none"``: ones. With ``agreement_knee`` > 0 the agreement factor is
     ``min(1, A / (agreement_knee * median(A)))``: only base clusterings that agree with the
     others far less than is typical count less.
@@ -307,15 +311,16 @@ def agreement_weights(base_labels: np.ndarray, weighting: str,
     if weighting == "entropy":
         raw = entropies
     else:
+        factor = np.minimum(1.0, entropies / entropy_knee) \
+            if weighting == "agreement_entropy" else np.ones(n_members)
         pairs = _pair_agreement(base_labels)
         raw = pairs.sum(axis=1) / (n_members - 1)
         if centrality and agreement_knee <= 0:
-            raw = _centrality(pairs)
+            raw = _centrality(pairs, factor)
         if agreement_knee > 0:
             typical = agreement_knee * float(np.median(raw))
             raw = np.minimum(1.0, raw / typical) if typical > 0 else np.ones(n_members)
-        if weighting == "agreement_entropy":
-            raw = raw * np.minimum(1.0, entropies / entropy_knee)
+        raw = raw * factor
     if raw.sum() <= 0:
         return np.ones(n_members)
     return raw * (n_members / raw.sum())

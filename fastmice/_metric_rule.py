@@ -20,7 +20,8 @@ On the 16 shared data sets the rule picks cosine for exactly the text and graph 
 for every image and feature view (densities 0.14 and up among non-empty rows: BDGP,
 Hdigit and MNIST-USPS are the sparsest of those), of which the best mode compares by
 Hellinger the compositional ones (both views of Wikipedia, all three of Scene-15, two of
-100Leaves and of ALOI-1079). docs/quality.md has the evidence.
+100Leaves and of ALOI-1079: NMI +0.5 to +8.6 points there). docs/quality.md has the
+evidence.
 """
 
 from __future__ import annotations
