@@ -129,10 +129,12 @@ def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
 
 
 def _square_root(block):
-    """Element-wise square root of a restricted block, in place (its own copy)."""
-    values = block.data if sp.issparse(block) else block
-    np.sqrt(np.maximum(values, 0, out=values), out=values)
-    return block
+    """Element-wise square root of a restricted block (dense: in place, the block is a
+    buffer of its own; CSR: new values, the structure may be shared with the view)."""
+    if sp.issparse(block):
+        block.data = np.sqrt(np.maximum(block.data, 0))
+        return block
+    return np.sqrt(np.maximum(block, 0, out=block), out=block)
 
 
 def take_columns(rows: np.ndarray, columns: np.ndarray, out: np.ndarray) -> np.ndarray:

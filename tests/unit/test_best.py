@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from fastmice import EnsembleParams, FastMICE, consensus_partition
 from fastmice._best import agreement_weights, empty_rows, informed_labels, weighted_incidence
-from fastmice._metric_rule import choose_metric, resolve_metrics
+from fastmice._metric_rule import choose_metric, is_compositional, resolve_metrics
 from fastmice.datasets import make_words_and_citations
 from fastmice.metrics import clustering_scores
 
@@ -65,6 +65,8 @@ def test_metric_rule_picks_hellinger_for_compositional_views_in_the_best_mode(mo
     assert choose_metric(with_empty, "best") == "hellinger"
     counts = np.random.default_rng(0).poisson(3.0, size=(400, 40)).astype(float)
     assert choose_metric(counts, "best") == "euclidean"  # row sums vary: not compositional
+    assert is_compositional(X) and is_compositional(sp.csr_matrix(with_empty))
+    assert not is_compositional(counts) and not is_compositional(X - 0.01)
     assert choose_metric(X - 0.01, "best") == "euclidean"  # negative values
     sparse_topics = sp.random(400, 300, density=0.02, random_state=0, format="csr")
     sparse_topics = sp.csr_matrix(sp.diags(1 / np.maximum(sparse_topics.sum(axis=1).A1, 1e-12))
@@ -97,8 +99,15 @@ def test_hellinger_separates_histograms_that_the_euclidean_distance_cannot(monke
                 np.testing.assert_array_equal(model.predict([X]), model.labels_)
     assert min(scores[True]) > 0.95
     assert max(scores[False]) < 0.5
-    paper = FastMICE(4, metric="hellinger", random_state=0, **SMALL).fit([_histograms(0)[0]])
-    assert paper.metrics_ == ("hellinger",) and _nmi(_histograms(0)[1], paper.labels_) > 0.9
+    X, y = _histograms(0)
+    X[X < 0.005] = 0
+    stored = sp.csr_matrix(X)
+    before = stored.data.copy()
+    paper = FastMICE(4, metric="hellinger", random_state=0, **SMALL).fit([X])
+    assert paper.metrics_ == ("hellinger",) and _nmi(y, paper.labels_) > 0.9
+    sparse = FastMICE(4, metric="hellinger", random_state=0, **SMALL).fit([stored])
+    np.testing.assert_array_equal(sparse.labels_, paper.labels_)  # same square roots
+    np.testing.assert_array_equal(stored.data, before)  # the view itself is left alone
 
 
 def test_auto_metric_in_paper_mode_equals_the_resolved_metrics(make_blobs):
