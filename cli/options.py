@@ -73,9 +73,10 @@ def add_ensemble_options(parser: argparse.ArgumentParser, k_help: str) -> None:
     add("--base-clusters", type=_pair, metavar="LOW,HIGH",
         help=f"range of a base clustering's cluster count, in multiples of k (default: "
              f"{_default('base_clusters')})")
-    add("--metric", help="euclidean, cosine or auto (cosine for sparse non-negative views), or "
-                         "one per view, comma-separated (default: auto in the best mode, "
-                         "euclidean in the paper mode)")
+    add("--metric", help="euclidean, cosine, hellinger or auto (cosine for sparse non-negative "
+                         "views, in the best mode hellinger for histograms), or one per view, "
+                         "comma-separated (default: auto in the best mode, euclidean in the "
+                         "paper mode)")
     add("--mode", choices=("best", "paper"),
         help=f"best: the choices beyond the paper (docs/algorithm.md); paper: the published "
              f"algorithm, as its official code computes it (default: {PIPELINE_MODE})")

@@ -9,11 +9,19 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   informs (every member row empty, or, under cosine, sharing no feature with any anchor) is
   left out of that base clustering (base label ``-1``) instead of being glued to whatever
   anchors tie.
+* **Histograms by the Hellinger distance.** ``metric="auto"`` compares a compositional view
+  (non-negative, every non-empty row the same sum: histograms, topic proportions) by the
+  euclidean distance between the square roots of its values
+  (:func:`fastmice._metric_rule.choose_metric`).
 * **Base clusterings weighted by agreement.** In the consensus graph each base clustering
-  counts in proportion to its mean agreement (NMI) with the others, so that base
+  counts in proportion to its agreement (NMI) with the others, so that base
   clusterings of uninformative view groups (one giant cluster and near-singletons) count
   little, and balanced but arbitrary ones too, while an imbalanced clustering that the
-  others share keeps its weight. Above ``BestChoices.proportional_max_samples`` samples a
+  others share keeps its weight. The agreement is the base clustering's centrality, its
+  entry in the leading eigenvector of the agreement matrix (the mean agreement, repeated
+  to its fixed point): where a view's own groups follow a structure the other views do
+  not share, they form a smaller camp that agrees within itself, and agreeing with the
+  camp that agrees most counts. Above ``BestChoices.proportional_max_samples`` samples a
   base clustering counts fully unless its agreement is below half the median (the
   ``agreement_knee``): there, proportional weights lifted the best single-view groups over
   the complementary ones and cost 1.1-1.7 NMI points on a partial-latent shape at
@@ -72,6 +80,9 @@ class BestChoices:
     ----------
     empty_rows : bool
         All-zero rows of a view are missing in it; uninformed samples get base label -1.
+    hellinger : bool
+        ``metric="auto"`` compares compositional views by the Hellinger distance
+        (:func:`fastmice._metric_rule.choose_metric`).
     all_view_groups : float
         Share of the view groups that take every view (the others draw their views as the
         paper does).
@@ -84,6 +95,10 @@ class BestChoices:
     weighting : {"none", "entropy", "agreement", "agreement_entropy"}
         How base clusterings are weighted in the consensus graph
         (:func:`agreement_weights`).
+    centrality : bool
+        Up to ``proportional_max_samples`` samples, a base clustering's agreement is its
+        entry in the leading eigenvector of the members' agreement (NMI) matrix, its
+        centrality (:func:`agreement_weights`), instead of its mean agreement.
     entropy_knee : float
         Normalised entropy from which a base clustering counts fully under
         ``"agreement_entropy"`` (below, in proportion).
@@ -119,10 +134,12 @@ class BestChoices:
     """
 
     empty_rows: bool = True
+    hellinger: bool = True
     all_view_groups: float = 0.0
     all_view_groups_euclidean: float = 0.0
     base_k_cap: int = 50
     weighting: str = "agreement_entropy"
+    centrality: bool = True
     entropy_knee: float = 0.5
     agreement_knee: float = 0.5
     proportional_max_samples: int = 20_000
@@ -243,23 +260,44 @@ def normalised_entropy(labels: np.ndarray) -> float:
     return _entropy(counts) / np.log(max(2, np.count_nonzero(counts)))
 
 
-def _mean_agreement(base_labels: np.ndarray) -> np.ndarray:
+def _pair_agreement(base_labels: np.ndarray) -> np.ndarray:
+    """NMI of every pair of members (zero diagonal)."""
     n_members = base_labels.shape[1]
     pairs = np.zeros((n_members, n_members))
     for i in range(n_members):
         for j in range(i + 1, n_members):
             pairs[i, j] = pairs[j, i] = member_nmi(base_labels[:, i], base_labels[:, j])
-    return pairs.sum(axis=1) / (n_members - 1)
+    return pairs
+
+
+def _centrality(pairs: np.ndarray, voters: np.ndarray) -> np.ndarray:
+    """Leading eigenvector (Perron vector, non-negative) of the agreement matrix with each
+    member's agreements counted in proportion to ``voters`` (``diag(v) P diag(v)``), scaled
+    to the mean agreement; the mean agreement if there is no agreement at all."""
+    mean = pairs.sum(axis=1) / max(1, pairs.shape[0] - 1)
+    counted = pairs * voters[:, None] * voters[None, :]
+    if not counted.any():
+        return mean
+    vector = np.abs(np.linalg.eigh(counted)[1][:, -1])
+    return vector * (mean.sum() / vector.sum())
 
 
 def agreement_weights(base_labels: np.ndarray, weighting: str,
-                      entropy_knee: float = 0.5, agreement_knee: float = 0.0) -> np.ndarray:
+                      entropy_knee: float = 0.5, agreement_knee: float = 0.0,
+                      centrality: bool = False) -> np.ndarray:
     """One weight per base clustering (column of ``base_labels``), mean 1.
 
-    ``"agreement"``: its mean NMI with the other base clusterings; ``"agreement_entropy"``:
+    ``"agreement"``: its mean NMI with the other base clusterings (with ``centrality`` and
+    no ``agreement_knee``: its entry in the leading eigenvector of the agreement matrix, so
+    that agreeing with base clusterings that the others agree with counts more: where the
+    views split the members into camps, the larger and more coherent camp weighs more);
+    ``"agreement_entropy"``:
     that times ``min(1, H / entropy_knee)``, ``H`` its :func:`normalised_entropy`, so that a
     near-degenerate clustering counts little even where the other near-degenerate ones
-    isolate the same few samples and so agree with it; ``"entropy"``: ``H`` alone;
+    isolate the same few samples and so agree with it (with ``centrality``, agreeing with
+    a near-degenerate one counts in the same proportion: the eigenvector of
+    ``diag(f) P diag(f)``, ``f`` that factor, else they would make a camp of their own);
+    ``"entropy"``: ``H`` alone;
     ``"none"``: ones. With ``agreement_knee`` > 0 the agreement factor is
     ``min(1, A / (agreement_knee * median(A)))``: only base clusterings that agree with the
     others far less than is typical count less.
@@ -273,12 +311,16 @@ def agreement_weights(base_labels: np.ndarray, weighting: str,
     if weighting == "entropy":
         raw = entropies
     else:
-        raw = _mean_agreement(base_labels)
+        factor = np.minimum(1.0, entropies / entropy_knee) \
+            if weighting == "agreement_entropy" else np.ones(n_members)
+        pairs = _pair_agreement(base_labels)
+        raw = pairs.sum(axis=1) / (n_members - 1)
+        if centrality and agreement_knee <= 0:
+            raw = _centrality(pairs, factor)
         if agreement_knee > 0:
             typical = agreement_knee * float(np.median(raw))
             raw = np.minimum(1.0, raw / typical) if typical > 0 else np.ones(n_members)
-        if weighting == "agreement_entropy":
-            raw = raw * np.minimum(1.0, entropies / entropy_knee)
+        raw = raw * factor
     if raw.sum() <= 0:
         return np.ones(n_members)
     return raw * (n_members / raw.sum())

@@ -49,7 +49,8 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     n_base_clusters = np.maximum(base_labels.max(axis=0) + 1, 1)
     offsets = np.concatenate([[0], np.cumsum(n_base_clusters)[:-1]])
     weights = _best.agreement_weights(base_labels, choices.weighting, choices.entropy_knee,
-                                      _best.agreement_knee(base_labels.shape[0]))
+                                      _best.agreement_knee(base_labels.shape[0]),
+                                      choices.centrality)
     B = _best.weighted_incidence(base_labels, offsets, int(n_base_clusters.sum()), weights)
     used_columns = np.flatnonzero(np.asarray(B.sum(axis=0)).ravel() > 0)
     B = B[:, used_columns]

@@ -86,10 +86,14 @@ class FastMICE(ClusterMixin, BaseEstimator):
         Range of the random fraction of features each view keeps in a group.
     base_clusters : (float, float), default=(1, 2)
         Range of base-cluster counts as multiples of ``n_clusters`` ([k, 2k]).
-    metric : {"euclidean", "cosine", "auto"}, list of them, or None, default=None
-        One for all views or one per view (text views want cosine). "auto" chooses per
-        view from its values: cosine for a sparse non-negative view (text, links), else
-        euclidean (``fastmice._metric_rule``); the choice is in ``metrics_``. None: the
+    metric : {"euclidean", "cosine", "hellinger", "auto"}, list of them, or None, \
+default=None
+        One for all views or one per view (text views want cosine; "hellinger" is the
+        euclidean distance between the element-wise square roots of non-negative rows, for
+        histograms). "auto" chooses per view from its values: cosine for a sparse
+        non-negative view (text, links), in the best mode hellinger for a compositional one
+        (non-negative, every row the same sum), else euclidean
+        (``fastmice._metric_rule``); the choice is in ``metrics_``. None: the
         mode's default, "euclidean" in the paper mode (as the official code), "auto" in the
         best mode.
     mode : {"paper", "best"}, default="paper"
@@ -178,7 +182,7 @@ class FastMICE(ClusterMixin, BaseEstimator):
         Xs = check_views(Xs)
         n_samples = Xs[0].shape[0]
         params = self._check_params(n_samples, len(Xs))
-        params = replace(params, metric=resolve_metrics(Xs, params.metric))
+        params = replace(params, metric=resolve_metrics(Xs, params.metric, params.mode))
         seed = params.root_seed
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
         empty = missing_rows(Xs, params.mode)

@@ -100,13 +100,16 @@ GRAPH_DTYPE = np.float32
 
 
 def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
-              out: np.ndarray | None = None):
+              out: np.ndarray | None = None, root: bool = False):
     """Some rows of a view, restricted to the sampled columns (dense or CSR), in
-    :data:`GRAPH_DTYPE`.
+    :data:`GRAPH_DTYPE`; with ``root`` (the ``"hellinger"`` metric), their element-wise
+    square roots (negative values, which that metric refuses, as zeros).
 
     Dense rows are gathered a few thousand at a time, into ``out`` if given (a buffer reused
     from block to block: a new block-sized array each time costs its page faults).
     """
+    if root:
+        return _square_root(_restrict(X, columns, rows, out))
     if sp.issparse(X):
         return sp.csr_matrix(X[rows][:, columns], dtype=GRAPH_DTYPE)
     if not isinstance(rows, slice):
@@ -125,6 +128,15 @@ def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
     return out
 
 
+def _square_root(block):
+    """Element-wise square root of a restricted block (dense: in place, the block is a
+    buffer of its own; CSR: new values, the structure may be shared with the view)."""
+    if sp.issparse(block):
+        block.data = np.sqrt(np.maximum(block.data, 0))
+        return block
+    return np.sqrt(np.maximum(block, 0, out=block), out=block)
+
+
 def take_columns(rows: np.ndarray, columns: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``rows[:, columns]`` into ``out``, cast to its dtype; ``columns`` must be valid."""
     if out.dtype == rows.dtype:  # "clip": no bounds checks, several times faster
@@ -135,7 +147,7 @@ def take_columns(rows: np.ndarray, columns: np.ndarray, out: np.ndarray) -> np.n
 
 
 def _search_view(X, columns: np.ndarray, index: AnchorIndex, n_neighbors: int,
-                 restricted=None) -> tuple[np.ndarray, np.ndarray]:
+                 restricted=None, root: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """:func:`search_nearest_anchors` over every row of a view, block by block.
 
     ``restricted``, if given, is every row of the view already restricted to ``columns``
@@ -151,7 +163,8 @@ def _search_view(X, columns: np.ndarray, index: AnchorIndex, n_neighbors: int,
         gathered = np.empty((rows, len(columns)), dtype=GRAPH_DTYPE)
         work = np.empty_like(gathered)
     parts = [search_nearest_anchors(
-        _restrict(X, columns, slice(start, start + rows), gathered), index, n_neighbors, work,
+        _restrict(X, columns, slice(start, start + rows), gathered, root), index, n_neighbors,
+        work,
         many_blocks) for start in range(0, X.shape[0], rows)]
     return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
@@ -176,9 +189,10 @@ def _graph_block(indices: np.ndarray, weights: np.ndarray, n_columns: int) -> sp
 
 
 def _rows_for_member(X, columns: np.ndarray, index: AnchorIndex, n_neighbors: int,
-                     sigma: float, empty: np.ndarray | None = None) -> sp.csr_matrix:
+                     sigma: float, empty: np.ndarray | None = None,
+                     root: bool = False) -> sp.csr_matrix:
     with stage("search"):
-        indices, distances = _search_view(X, columns, index, n_neighbors)
+        indices, distances = _search_view(X, columns, index, n_neighbors, root=root)
     with stage("graph"):
         weights = _weights(distances, sigma, index.cosine)
         if empty is not None:
@@ -195,6 +209,7 @@ def _member_graph(X, columns: np.ndarray, spec: ViewGroupSpec, m: int,
     kernel width and get the weights of a row that informs nothing (machine epsilon).
     """
     cosine = spec.metrics[m] == "cosine"
+    root = spec.metrics[m] == "hellinger"  # euclidean between the square roots
     with stage("anchors"):
         filled = None if empty is None or not empty.any() else np.flatnonzero(~empty)
         if filled is not None and filled.size == 0:
@@ -206,13 +221,15 @@ def _member_graph(X, columns: np.ndarray, spec: ViewGroupSpec, m: int,
         # Every row is a candidate when N <= 10 p: if the view is then searched in one
         # block, its restriction to the sampled columns serves the search as well.
         every_row = candidates.size == X.shape[0]
-        restricted = _restrict(X, columns, slice(None) if every_row else candidates)
+        restricted = _restrict(X, columns, slice(None) if every_row else candidates,
+                               root=root)
         index = fit_anchor_index(restricted, min(spec.n_anchors, candidates.size),
                                  spec.n_neighbors, cosine, rng)
         if not (every_row and X.shape[0] <= SEARCH_BLOCK_ROWS):
             restricted = None
     with stage("search"):
-        indices, distances = _search_view(X, columns, index, spec.n_neighbors, restricted)
+        indices, distances = _search_view(X, columns, index, spec.n_neighbors, restricted,
+                                          root)
     with stage("graph"):
         kept = distances if filled is None else distances[filled]
         sigma = np.nan if cosine else float(np.mean(kept, dtype=np.float64)) + _EPS
@@ -284,7 +301,8 @@ def transform_group_graph(Xs: Sequence, spec: ViewGroupSpec, anchors: GroupAncho
     """
     blocks = [
         _rows_for_member(*_member_columns(Xs, spec, m), index, spec.n_neighbors, sigma,
-                         None if empty_rows is None else empty_rows[spec.views[m]])
+                         None if empty_rows is None else empty_rows[spec.views[m]],
+                         spec.metrics[m] == "hellinger")
         for m, (index, sigma) in enumerate(zip(anchors.members, anchors.sigmas, strict=True))
     ]
     return sp.hstack(blocks, format="csr")

@@ -25,9 +25,10 @@ __all__ = ["AUTO", "DEFAULTS", "METRICS", "MODES",
 #: ``n_clusters="auto"``: k is chosen from the data (:mod:`fastmice._auto_k`).
 AUTO = "auto"
 
-#: The distances a view can be compared with; "auto" chooses one from the view's values
+#: The distances a view can be compared with ("hellinger": euclidean between the element-wise
+#: square roots of non-negative rows); "auto" chooses one from the view's values
 #: (``fastmice._metric_rule``).
-METRICS = ("euclidean", "cosine", "auto")
+METRICS = ("euclidean", "cosine", "hellinger", "auto")
 #: "paper": the published algorithm as the official code computes it; "best": the choices
 #: of ``fastmice._best`` on top of it (docs/algorithm.md).
 MODES = ("paper", "best")

@@ -46,7 +46,7 @@ class ViewGroupSpec:
     feature_indices : tuple of tuple of int
         Sorted sampled feature columns, one tuple per member view.
     metrics : tuple of str
-        "euclidean" or "cosine", one per member view.
+        "euclidean", "cosine" or "hellinger", one per member view.
     n_anchors : int
         Anchors per member view (``ceil(min(p, N) / |G|)``, at most N).
     n_neighbors : int
@@ -184,7 +184,7 @@ def sees_all_views(group_index: int, metrics: Sequence[str]) -> bool:
     from fastmice._best import CHOICES
 
     share = CHOICES.all_view_groups
-    if all(m == "euclidean" for m in metrics):
+    if all(m in ("euclidean", "hellinger") for m in metrics):
         share = CHOICES.all_view_groups_euclidean
     return math.floor((group_index + 1) * share) > math.floor(group_index * share)
 

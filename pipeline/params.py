@@ -78,7 +78,7 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
 
 def resolved_metrics(params: EnsembleParams, Xs: list) -> list[str]:
     """The run's metric per view, ``"auto"`` resolved on the data (what its record shows)."""
-    return list(resolve_metrics(Xs, params.metric))
+    return list(resolve_metrics(Xs, params.metric, params.mode))
 
 
 def drawn_params(store: Any, params: EnsembleParams,
@@ -92,7 +92,7 @@ def drawn_params(store: Any, params: EnsembleParams,
     Xs = DatasetStore(store).read_views(
         anchor_data["name"], batches=[b["batch_id"] for b in anchor_data["batches"]],
         rows=True)
-    return replace(params, metric=resolve_metrics(Xs, params.metric))
+    return replace(params, metric=resolve_metrics(Xs, params.metric, params.mode))
 
 
 def params_of(record: Mapping[str, Any]) -> EnsembleParams:

@@ -139,6 +139,12 @@ def test_the_command_line_defaults_to_the_best_mode_and_the_library_to_the_paper
     import scipy.sparse as sp
 
     text = sp.random(300, 500, density=0.01, random_state=0, format="csr")
-    assert resolved_metrics(params, [np.ones((300, 4)), text]) == ["euclidean", "cosine"]
+    dense = np.random.default_rng(0).random((300, 4))
+    assert resolved_metrics(params, [dense, text]) == ["euclidean", "cosine"]
+    # Rows of one sum (a histogram) are compared by Hellinger in the best mode only.
+    histogram = dense / dense.sum(axis=1, keepdims=True)
+    assert resolved_metrics(params, [histogram, text]) == ["hellinger", "cosine"]
+    paper_auto = ensemble_params(300, 2, **{**given, "mode": "paper", "metric": "auto"})
+    assert resolved_metrics(paper_auto, [histogram, text]) == ["euclidean", "cosine"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["cluster", "data.npz", "--mode", "fast"])
