@@ -129,7 +129,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
         if stamp is not None:
             remember_source(store, stamp, name, DatasetStore(store).manifest(name),
                             None if labels is None else len(set(labels.tolist())),
-                            auto_metrics)
+                            auto_metrics, params.mode)
         del Xs
         summary = None if new_dataset or args.run_name else stored_answer(
             store, plan_cluster(store, name, **values))

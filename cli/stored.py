@@ -67,8 +67,12 @@ def answer_unchanged_files(store: Any, stamp: str | None, dataset: str,
         return None  # the usual path says what is wrong
     given = [params.metric] * source["n_views"] if isinstance(params.metric, str) \
         else list(params.metric)
-    metrics = [auto if m == "auto" else m
-               for m, auto in zip(given, source["auto_metrics"], strict=True)]
+    # "auto" chooses by the mode (the best mode's histograms): choices kept in another mode
+    # (or before the source recorded its mode, when only the paper's rule existed) are not
+    # this command's.
+    kept = source["auto_metrics"] if source.get("auto_mode", "paper") == params.mode \
+        else [None] * source["n_views"]
+    metrics = [auto if m == "auto" else m for m, auto in zip(given, kept, strict=True)]
     if None in metrics:
         return None  # "auto" for a view whose choice was not kept: read the data
     values["metric"] = metrics

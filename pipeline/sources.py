@@ -82,10 +82,12 @@ def recall_source(store: Any, stamp: str, dataset: str) -> dict[str, Any] | None
 
 
 def remember_source(store: Any, stamp: str, dataset: str, manifest: dict[str, Any],
-                    n_classes: int | None, auto_metrics: list[str | None]) -> None:
+                    n_classes: int | None, auto_metrics: list[str | None],
+                    mode: str) -> None:
     """Keep what :func:`recall_source` needs for a dataset of one batch (best effort: a
     store that cannot take it only loses the shortcut); ``auto_metrics``: per view, the
-    metric ``"auto"`` chose, or None if the view's metric was given."""
+    metric ``"auto"`` chose in ``mode`` (the rule depends on it), or None if the view's
+    metric was given."""
     batches = manifest.get("batches") or []
     if len(batches) != 1 or store.record_version(SOURCE, stamp):
         return
@@ -93,7 +95,7 @@ def remember_source(store: Any, stamp: str, dataset: str, manifest: dict[str, An
         store.write_record(SOURCE, stamp, {
             "dataset": dataset, "fingerprint": batches[0]["fingerprint"],
             "n_samples": manifest["n_samples"], "n_views": manifest["n_views"],
-            "n_classes": n_classes, "auto_metrics": list(auto_metrics)})
+            "n_classes": n_classes, "auto_metrics": list(auto_metrics), "auto_mode": mode})
 
 
 def forget_sources(store: Any, keep: set[str] | None = None,

@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline.ingest import save_views_dir
-from pipeline.runs import list_runs
+from pipeline.runs import list_runs, read_run
 from storage import open_store
 
 pytestmark = [pytest.mark.flows, pytest.mark.slow]
@@ -113,3 +114,40 @@ def test_unchanged_files_are_answered_without_reading_them(prefect_api, tmp_path
     capfd.readouterr()
     assert main(["rm", "blobs", "--runs", "--store", str(store_path)]) == 0
     assert store.list_records(SOURCE) == []
+
+
+def test_auto_metrics_kept_in_one_mode_never_answer_another(prefect_api, tmp_path):
+    """"auto" picks by the mode (the best mode compares histograms by Hellinger): the
+    choices kept with the files in the paper mode must not plan a best-mode command, else
+    a best-mode run made with those metrics given would answer it."""
+    from cli.main import build_parser
+    from cli.options import ensemble_values
+    from cli.stored import answer_unchanged_files
+    from pipeline.sources import source_stamp
+
+    rng = np.random.default_rng(0)
+    classes = np.repeat(np.arange(3), 40)
+    Xs = []
+    for width in (12, 8):  # histograms: non-negative rows summing to 1
+        profiles = rng.dirichlet(np.ones(width), size=3)
+        counts = np.array([rng.multinomial(200, profiles[c]) for c in classes], float)
+        Xs.append(counts / counts.sum(axis=1, keepdims=True))
+    save_views_dir(tmp_path / "hist", Xs, classes)
+    store_path = tmp_path / "store"
+    cluster = ["cluster", str(tmp_path / "hist"), "--k", "3", "--groups", "3",
+               "--anchors", "30", "--store", str(store_path)]
+    store = open_store(str(store_path))
+
+    def metrics(run: dict) -> list[str]:
+        return list(read_run(store, run["run_id"])["params"]["metric"])
+
+    paper = _run([*cluster, "--mode", "paper", "--metric", "auto"], prefect_api)
+    assert metrics(paper) == ["euclidean", "euclidean"]  # "auto" in the paper mode, kept
+    given = _run([*cluster, "--mode", "best", "--metric", "euclidean"], prefect_api)
+
+    args = build_parser().parse_args([*cluster, "--mode", "best"])  # "auto": hellinger
+    stamp = source_stamp(args.data, "hist", None)
+    assert answer_unchanged_files(store, stamp, "hist", ensemble_values(args)) is None
+    best = _run([*cluster, "--mode", "best"], prefect_api)
+    assert metrics(best) == ["hellinger", "hellinger"]
+    assert best["run_id"] not in (paper["run_id"], given["run_id"])
