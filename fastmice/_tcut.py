@@ -122,7 +122,8 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
                               n_jobs: int = 1,
                               eigen_dtype: type = np.float64,
                               n_vectors: int | None = None,
-                              kmeans_init: str = "random") -> BipartitePartition:
+                              kmeans_init: str = "random",
+                              eigen_cache: dict | None = None) -> BipartitePartition:
     """Partition the rows of a bipartite graph by transfer cut.
 
     The ``n_clusters`` (or ``n_vectors``) leading eigenvectors of the normalised column-side
@@ -166,6 +167,10 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     kmeans_init : {"random", "k-means++"}, default="random"
         How the k-means replicates start (:func:`fastmice._kmeans.litekmeans`; random rows
         as Tcut).
+    eigen_cache : dict, optional
+        Shared by several partitions of the same ``B`` (the best mode's consensus cuts):
+        an eigen step on every row that drew nothing from ``rng`` is kept there by its
+        width and reused, so that the labels are those of solving it again.
 
     Returns
     -------
@@ -196,10 +201,17 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     if kmeans_sample_size is not None and n_rows > kmeans_sample_size:
         among = sample if sample is not None and kmeans_sample_size < len(sample) else n_rows
         kmeans_sample = np.sort(rng.choice(among, kmeans_sample_size, replace=False))
-    with stage("eigen"):
-        anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
-                                                     n_vectors, rng=rng, n_jobs=n_jobs,
-                                                     dense_dtype=eigen_dtype)
+    key = (n_vectors, np.dtype(eigen_dtype).str)
+    if eigen_cache is not None and sample is None and key in eigen_cache:
+        anchor_embedding = eigen_cache[key]
+    else:
+        drawn = rng.bit_generator.state
+        with stage("eigen"):
+            anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
+                                                         n_vectors, rng=rng, n_jobs=n_jobs,
+                                                         dense_dtype=eigen_dtype)
+        if eigen_cache is not None and sample is None and rng.bit_generator.state == drawn:
+            eigen_cache[key] = anchor_embedding
     with stage("kmeans"):
         embedding = _embed_rows(B, anchor_embedding, n_jobs)
         labels, centers = sampled_litekmeans(

@@ -125,6 +125,21 @@ def test_tcut_separates_two_components_and_predicts():
                                   partition.labels_[[0, 9]])
 
 
+def test_cuts_of_one_graph_share_an_eigen_step_only_when_it_draws_nothing():
+    rng = np.random.default_rng(1)
+    B = sp.csr_matrix(rng.random((300, 40)) * (rng.random((300, 40)) < 0.2))
+    cache: dict = {}
+    for width, seed in ((5, 0), (7, 1), (5, 2), (7, 3)):
+        cached = partition_bipartite_graph(B, 4, seed=seed, n_vectors=width, eigen_cache=cache)
+        fresh = partition_bipartite_graph(B, 4, seed=seed, n_vectors=width)
+        np.testing.assert_array_equal(cached.labels_, fresh.labels_)
+        np.testing.assert_array_equal(cached.anchor_embedding, fresh.anchor_embedding)
+    assert sorted(k[0] for k in cache) == [5, 7]
+    sampled: dict = {}  # the eigen step of a sample: the sample is drawn, nothing is kept
+    partition_bipartite_graph(B, 4, seed=0, n_vectors=5, sample_size=200, eigen_cache=sampled)
+    assert sampled == {}
+
+
 def test_tcut_pads_when_fewer_columns_than_clusters():
     B = sp.csr_matrix(np.eye(4)[:, :2] + 0.01)
     assert len(set(partition_bipartite_graph(B, 3, seed=0).labels_)) == 3
