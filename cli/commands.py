@@ -71,6 +71,21 @@ def _finish(store: Any, summary: dict[str, Any], out: Path | None, output: Outpu
     output.result(summary, run_text(summary) + note)
 
 
+def _quick_answer(args: argparse.Namespace, store: Any, stamp: str | None, name: str,
+                  values: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored answer to ``cluster`` of unchanged files, if any; else the store is
+    checked as reachable (its root listed: an unreachable one is said in one line)."""
+    reach_store = getattr(args, "reach_store", None) or (lambda: None)
+    try:
+        quick = None if args.run_name else answer_unchanged_files(store, stamp, name, values)
+    except Exception:
+        reach_store()
+        raise
+    if quick is None:
+        reach_store()
+    return quick
+
+
 def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
     """Register DATA as a dataset and cluster it with a new ensemble."""
     out = _check_out(args.out)
@@ -88,15 +103,7 @@ def cmd_cluster(args: argparse.Namespace, output: Output) -> None:
 
         check_dask(args.dask)
         stamp = source_stamp(args.data, name, args.id_column)
-        reach_store = getattr(args, "reach_store", None) or (lambda: None)
-        try:
-            quick = None if args.run_name else answer_unchanged_files(store, stamp, name,
-                                                                      values)
-        except Exception:
-            reach_store()  # an unreachable store is said in one line
-            raise
-        if quick is None:
-            reach_store()
+        quick = _quick_answer(args, store, stamp, name, values)
         if quick is not None:
             stage_line(output, "ingest", f"{quick['n_samples']} samples, {quick['n_views']} "
                        f"views already stored (files unchanged since they were registered)")

@@ -362,23 +362,6 @@ class ArtifactsMixin:
             self._integrity(kind, key, reason, rel, quarantine=quarantine)
         return meta, source
 
-    def _meta_and_digest(self, kind: str, key: str, fmt: str, size: int, *,
-                         quarantine: bool) -> tuple[dict[str, Any], tuple[int, str] | None]:
-        """``meta.json`` and, read at the same time, the digest of the data file the artifact
-        was written with (``None`` if that file is absent or ``meta.json`` names another)."""
-        filename = _codecs.FILE_NAMES.get(fmt)
-        rel = f"{self._artifact_dir(kind, key)}/{filename}"
-
-        def digest() -> tuple[int, str] | None:
-            try:
-                return self._file_digest(rel, size) if filename else None
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-
-        meta, early = self.concurrently(
-            lambda: self._read_meta(kind, key, quarantine=quarantine), digest)
-        return meta, early if meta.get("file") == filename else None
-
     def _integrity(self, kind: str, key: str, reason: str, rel: str, *,
                    quarantine: bool = True) -> NoReturn:
         where = self._display(rel)

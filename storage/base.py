@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from storage import _codecs
 from storage.artifacts import ArtifactsMixin
 from storage.backend import META_FILE, Backend
 from storage.locks import LocksMixin
@@ -53,3 +54,20 @@ class BaseStore(ArtifactsMixin, RecordsMixin, LocksMixin, Backend):
                 futures = [pool.submit(call) for call in calls]
                 wait(futures)
         return [future.result() for future in futures]
+
+    def _meta_and_digest(self, kind: str, key: str, fmt: str, size: int, *,
+                         quarantine: bool) -> tuple[dict[str, Any], tuple[int, str] | None]:
+        """``meta.json`` and, read at the same time, the digest of the data file the artifact
+        was written with (``None`` if that file is absent or ``meta.json`` names another)."""
+        filename = _codecs.FILE_NAMES.get(fmt)
+        rel = f"{self._artifact_dir(kind, key)}/{filename}"
+
+        def digest() -> tuple[int, str] | None:
+            try:
+                return self._file_digest(rel, size) if filename else None
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+        meta, early = self.concurrently(
+            lambda: self._read_meta(kind, key, quarantine=quarantine), digest)
+        return meta, early if meta.get("file") == filename else None
