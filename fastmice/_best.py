@@ -270,11 +270,10 @@ def _pair_agreement(base_labels: np.ndarray) -> np.ndarray:
     return pairs
 
 
-def _centrality(pairs: np.ndarray, voters: np.ndarray) -> np.ndarray:
+def _centrality(pairs: np.ndarray, voters: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Leading eigenvector (Perron vector, non-negative) of the agreement matrix with each
     member's agreements counted in proportion to ``voters`` (``diag(v) P diag(v)``), scaled
-    to the mean agreement; the mean agreement if there is no agreement at all."""
-    mean = pairs.sum(axis=1) / max(1, pairs.shape[0] - 1)
+    to the ``mean`` agreement; ``mean`` itself if there is no agreement at all."""
     counted = pairs * voters[:, None] * voters[None, :]
     if not counted.any():
         return mean
@@ -316,7 +315,7 @@ def agreement_weights(base_labels: np.ndarray, weighting: str,
         pairs = _pair_agreement(base_labels)
         raw = pairs.sum(axis=1) / (n_members - 1)
         if centrality and agreement_knee <= 0:
-            raw = _centrality(pairs, factor)
+            raw = _centrality(pairs, factor, raw)
         if agreement_knee > 0:
             typical = agreement_knee * float(np.median(raw))
             raw = np.minimum(1.0, raw / typical) if typical > 0 else np.ones(n_members)

@@ -58,6 +58,25 @@ def _sampled_rows(X) -> np.ndarray | sp.csr_matrix:
     return np.vstack([np.asarray(X[i:i + 1]) for i in rows])  # a row reader on disk
 
 
+def _non_negative_rows(X):
+    """The rows read of a view (:func:`_sampled_rows`; CSR if sparse), or None if any of
+    their values is negative."""
+    rows = _sampled_rows(X)
+    if sp.issparse(rows):
+        rows = sp.csr_matrix(rows)
+        low = rows.data.min(initial=0)
+    else:
+        low = rows.min(initial=0)
+    return None if low < 0 else rows
+
+
+def _nonzeros_per_row(rows) -> np.ndarray:
+    if sp.issparse(rows):  # explicit zeros left out, and left in the caller's matrix
+        row_of = np.repeat(np.arange(rows.shape[0]), np.diff(rows.indptr))
+        return np.bincount(row_of[rows.data != 0], minlength=rows.shape[0])
+    return np.count_nonzero(rows, axis=1)
+
+
 def _row_sums_constant(rows) -> bool:
     sums = np.asarray(rows.sum(axis=1), dtype=np.float64).ravel()
     sums = sums[sums > 0]
@@ -76,14 +95,8 @@ def is_compositional(X) -> bool:
     -------
     compositional : bool
     """
-    rows = _sampled_rows(X)
-    if sp.issparse(rows):
-        rows = sp.csr_matrix(rows)
-        if rows.nnz and rows.data.min() < 0:
-            return False
-    elif rows.size and rows.min() < 0:
-        return False
-    return _row_sums_constant(rows)
+    rows = _non_negative_rows(X)
+    return rows is not None and _row_sums_constant(rows)
 
 
 def choose_metric(X, mode: str = "paper") -> str:
@@ -99,17 +112,10 @@ def choose_metric(X, mode: str = "paper") -> str:
     -------
     metric : str
     """
-    rows = _sampled_rows(X)
-    if sp.issparse(rows):
-        rows = sp.csr_matrix(rows)
-        rows.eliminate_zeros()
-        if rows.nnz and rows.data.min() < 0:
-            return "euclidean"
-        nonzeros_per_row = np.diff(rows.indptr)
-    else:
-        if rows.size and rows.min() < 0:
-            return "euclidean"
-        nonzeros_per_row = np.count_nonzero(rows, axis=1)
+    rows = _non_negative_rows(X)
+    if rows is None:
+        return "euclidean"
+    nonzeros_per_row = _nonzeros_per_row(rows)
     filled = nonzeros_per_row[nonzeros_per_row > 0]
     if filled.size == 0:
         return "euclidean"

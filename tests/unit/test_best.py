@@ -372,3 +372,12 @@ def test_the_consensus_embeddings_have_room_for_a_weakly_separated_pair(monkeypa
     narrow = [_nmi(t, consensus_partition(base, 5, seed=seed, mode="best").labels_)
               for seed, (t, base) in zip(seeds, data, strict=True)]
     assert max(narrow) < 0.85
+
+
+def test_the_metric_rule_leaves_a_sparse_view_as_it_is():
+    X = sp.csr_matrix((np.array([1.0, 0.0, 2.0, 0.0]), np.array([0, 1, 2, 0]),
+                       np.array([0, 2, 3, 4])), shape=(3, 40))  # explicit zeros kept
+    before = [a.copy() for a in (X.data, X.indices, X.indptr)]
+    assert choose_metric(X, "best") == "cosine"  # one value in 40 per filled row
+    assert all(np.array_equal(a, b) for a, b in zip(before, (X.data, X.indices, X.indptr),
+                                                    strict=True))
