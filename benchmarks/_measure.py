@@ -8,16 +8,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Measurement", "run_measured"]
+__all__ = ["Measurement", "run_measured", "work_folder"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -160,3 +163,50 @@ def start_local_s3(work: Path) -> dict[str, str]:
                     "--dir", str(work / "s3")], check=True, capture_output=True)
     return {"AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "x",
             "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@contextlib.contextmanager
+def work_folder(prefix: str, keep: bool = False) -> Iterator[Path]:
+    """A new temporary folder for a benchmark's data, stores, Prefect home and logs, removed
+    at the end unless ``keep`` (a session at scale leaves ~10 GB). The shared API servers of
+    the Prefect homes in it are stopped at the end (their warm processes follow), so that
+    they do not load the next benchmark."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield work
+    finally:
+        _stop_shared_servers(work)
+        if keep:
+            print(f"kept the work folder {work}", file=sys.stderr)
+        else:
+            for _ in range(20):  # what a stopping process may still write
+                shutil.rmtree(work, ignore_errors=True)
+                time.sleep(0.5)
+                if not work.exists():
+                    break
+
+
+def _stop_shared_servers(work: Path) -> None:
+    """SIGTERM to the session of each shared API server registered under ``work`` that
+    still runs (``cli.shared_api``'s ``shared.json``) and to their idle watches (which would
+    write their lock file again); wait up to 30 s for them to exit."""
+    sys.path.insert(0, str(REPO))
+    from storage.locks import owner_alive, process_identity
+
+    stopped = []
+    for registered in work.glob("**/fastmice-api/shared/shared.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            server = json.loads(registered.read_text())["server"]
+            if owner_alive(server):
+                os.killpg(int(server["pid"]), signal.SIGTERM)
+                stopped.append(server)
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            args = cmdline.read_bytes().split(b"\0")
+            if b"cli.api_idle" in args and any(str(work).encode() in a for a in args):
+                pid = int(cmdline.parent.name)
+                stopped.append(process_identity(pid))
+                os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while any(owner_alive(s) for s in stopped) and time.monotonic() < deadline:
+        time.sleep(0.2)

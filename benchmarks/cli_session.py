@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import run_measured  # noqa: E402
+from _measure import run_measured, work_folder  # noqa: E402
 
 from cli.launch import wait_for_warm_process  # noqa: E402
 
@@ -86,8 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, required=True)
     parser.add_argument("--mode", default="best", choices=["best", "paper"])
     parser.add_argument("--skip-library", action="store_true")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work folder (stores, Prefect home, logs)")
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="fastmice-session-"))
+    with work_folder("fastmice-session-", args.keep) as work:
+        report = _session(work, args)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _session(work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The commands and the library's fit of the module docstring, in ``work``."""
     report: dict[str, Any] = {"data": str(args.data), "k": args.k, "mode": args.mode,
                               "load_before": os.getloadavg()[0]}
     report["first_command"] = _command(work, "first", ["cluster", _small_set(work), "--store",
@@ -101,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         report["library"] = _library(work, args.data, args.k, args.mode)
     report["load_after"] = os.getloadavg()[0]
     report["work"] = str(work)
-    print(json.dumps(report, indent=2))
-    return 0
+    return report
 
 
 if __name__ == "__main__":

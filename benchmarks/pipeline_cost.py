@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ratios:
         from _ratios import main as ratios_main
 
-        return ratios_main(args.repeats)
+        return ratios_main(args.repeats, args.keep)
     if args.library_only:
         print(json.dumps(library_fit(args.data_dir, args.k, args.groups, args.seed,
                                      args.library_jobs)))

@@ -30,7 +30,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from _measure import run_measured, start_local_s3
+from _measure import run_measured, start_local_s3, work_folder
 
 REPO = Path(__file__).resolve().parents[1]
 HDIGIT = REPO.parent / "shared" / "datasets" / "Hdigit.npz"
@@ -147,9 +147,14 @@ def _trace(command: list[str], url: str, s3: dict[str, str]) -> tuple[float, lis
     return seconds, list(trace.calls)
 
 
-def measure(data: Path, repeats: int, runs: int) -> dict[str, Any]:
-    """The session (see the module docstring); its figures."""
-    work = Path(tempfile.mkdtemp(prefix="fastmice-s3-requests-"))
+def measure(data: Path, repeats: int, runs: int, keep: bool = False) -> dict[str, Any]:
+    """The session (see the module docstring) in a work folder of its own (removed unless
+    ``keep``); its figures."""
+    with work_folder("fastmice-s3-requests-", keep) as work:
+        return _session(work, data, repeats, runs)
+
+
+def _session(work: Path, data: Path, repeats: int, runs: int) -> dict[str, Any]:
     logs = work / "logs"
     logs.mkdir()
     s3 = start_local_s3(work)
@@ -206,8 +211,9 @@ def main() -> int:
     parser.add_argument("data", nargs="?", type=Path, default=HDIGIT)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args()
-    report = measure(args.data.resolve(), args.repeats, args.runs)
+    report = measure(args.data.resolve(), args.repeats, args.runs, args.keep)
     for c in report["calls"]:
         print(f"{c['start_ms']:8.1f} +{c['ms']:6.1f} ms  {c['op']:<16} {c['what'][-56:]:<56} "
               f"{c['caller']}", file=sys.stderr)

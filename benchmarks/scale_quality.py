@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _measure import run_measured
+from _measure import run_measured, work_folder
 from scale import _env, cli
 from shapes import SHAPES, write_shape_dir
 
@@ -59,11 +59,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pipeline", action="store_true")
     parser.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, "
+                        "the pipeline's store)")
     args = parser.parse_args(argv)
     folder, _ = write_shape_dir(args.data_dir / f"{args.shape}-{args.n_samples}-k"
                                 f"{args.n_clusters}", args.shape, args.n_samples,
                                 args.n_clusters)
-    work = Path(tempfile.mkdtemp(prefix="scale-quality-"))
+    with work_folder("scale-quality-", args.keep) as work:
+        _measure(work, folder, args)
+
+
+def _measure(work: Path, folder: Path, args: argparse.Namespace) -> None:
+    """Each setting's fit (and the pipeline's command) on ``folder``, logs in ``work``."""
     for setting in args.settings.split(","):
         m = run_measured(f"fit-{setting}", [sys.executable, __file__, "_fit", str(folder),
                                             str(args.n_clusters), setting, str(args.seed)],
