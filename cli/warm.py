@@ -253,10 +253,14 @@ def serve(path: Path) -> int:
     for module in OPTIONAL_MODULES:
         with contextlib.suppress(ImportError):
             __import__(module)
-    with contextlib.suppress(ImportError):
+    try:
         from storage import warm_s3
 
         warm_s3()  # an S3 client then starts in ~10 ms, not ~100 ms
+    except ImportError:
+        pass
+    except Exception as exc:  # the AWS configuration: a command using S3 will say what
+        print(f"S3 clients not prepared: {exc!r}", file=sys.stderr)
     if threading.active_count() != 1:  # forking a process with threads is not safe
         print(f"threads after imports: {threading.enumerate()}; not serving", file=sys.stderr)
         return 1

@@ -16,7 +16,9 @@ default one before the fork.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import ssl
 from typing import Any
 
 __all__ = ["s3_options", "warm_s3"]
@@ -86,8 +88,10 @@ def warm_s3() -> None:
                 aws_secret_access_key="warm",
                 config=AioConfig(http_session_cls=_http_session_class())) as client:
             # The CA bundle this environment's clients verify against (AWS_CA_BUNDLE, the
-            # configuration's ca_bundle, certifi's), parsed into the shared context.
-            client._endpoint.http_session._build_ssl_contexts(None)
+            # configuration's ca_bundle, certifi's), parsed into the shared context. One that
+            # cannot be read is left to the command that uses S3 to report.
+            with contextlib.suppress(OSError, ssl.SSLError):
+                client._endpoint.http_session._build_ssl_contexts(None)
 
     asyncio.run(create_client())
     if _session is None:

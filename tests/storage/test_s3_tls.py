@@ -91,3 +91,13 @@ def test_s3_stores_get_the_session_class_unless_they_name_one():
         ["config_kwargs"]["http_session_cls"] is own
     assert _s3.s3_options({"profile": "p"})["config_kwargs"]["http_session_cls"] \
         is _s3._http_session_class()
+
+
+def test_a_bundle_that_cannot_be_read_is_left_to_the_command_using_s3(tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "gone.pem"))
+    monkeypatch.setattr(_s3, "_session", None)
+    monkeypatch.setattr(_s3, "_contexts", {})
+    _s3.warm_s3()  # the warm process goes on serving every command
+    assert _s3._contexts == {}
+    with pytest.raises(FileNotFoundError):  # aiobotocore's own error, where S3 is used
+        _session(verify=str(tmp_path / "gone.pem"))._build_ssl_contexts(None)
