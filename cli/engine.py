@@ -177,5 +177,17 @@ def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | Non
 
     flow = getattr(pipeline, flow_name).with_options(task_runner=task_runner(n_jobs, dask))
     bar = (lambda *a: None) if output.json_mode else ProgressBar()
-    with listen(bar):
+    with listen(bar), _without_heartbeats(_own_home):
         return flow(n_jobs=n_jobs, **parameters)
+
+
+def _without_heartbeats(own_home: bool) -> contextlib.AbstractContextManager[Any]:
+    """In fastmice's own Prefect home, flow runs send no heartbeats: they feed Prefect's
+    detection of crashed runs, which an automation of the user's server would act on, and
+    nothing reads them there; ending the heartbeat thread cost each flow run up to 1 s (it
+    sleeps in steps of a second). A server or home the user chose keeps Prefect's default."""
+    if not own_home:
+        return contextlib.nullcontext()
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})

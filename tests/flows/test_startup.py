@@ -187,3 +187,30 @@ def test_fastmice_uses_a_prefect_home_of_its_own_unless_the_user_chose_one(tmp_p
     profiles.write_text('active = "ephemeral"\n[profiles.ephemeral]\n'
                         'PREFECT_SERVER_ALLOW_EPHEMERAL_MODE = "true"\n')
     assert choose_prefect_home({}) == tmp_path / ".fastmice" / "prefect"
+
+
+def test_flow_runs_send_heartbeats_only_to_a_prefect_the_user_chose(prefect_api):
+    """fastmice's own home: no heartbeat thread (its join cost each flow run up to 1 s);
+    a server or home the user chose: Prefect's default, which its automations may use."""
+    import threading
+
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    from cli.engine import _without_heartbeats
+
+    def heartbeat_threads() -> int:  # Prefect's: Thread(target=context.run, args=(loop,))
+        return sum(1 for t in threading.enumerate()
+                   if getattr((getattr(t, "_args", ()) or (None,))[0], "__name__", "")
+                   == "heartbeat_loop")
+
+    @flow
+    def probe() -> tuple[object, int]:
+        return get_current_settings().flows.heartbeat_frequency, heartbeat_threads()
+
+    with _without_heartbeats(True):
+        assert probe() == (None, 0)
+    with _without_heartbeats(False):
+        frequency, running = probe()
+    assert frequency == get_current_settings().flows.heartbeat_frequency is not None
+    assert running == 1
