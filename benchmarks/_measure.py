@@ -179,34 +179,21 @@ def work_folder(prefix: str, keep: bool = False) -> Iterator[Path]:
         if keep:
             print(f"kept the work folder {work}", file=sys.stderr)
         else:
-            for _ in range(20):  # what a stopping process may still write
-                shutil.rmtree(work, ignore_errors=True)
-                time.sleep(0.5)
-                if not work.exists():
-                    break
-
+            shutil.rmtree(work, ignore_errors=True)
 
 def _stop_shared_servers(work: Path) -> None:
-    """SIGTERM to the session of each shared API server registered under ``work`` that
-    still runs (``cli.shared_api``'s ``shared.json``) and to their idle watches (which would
-    write their lock file again); wait up to 30 s for them to exit."""
+    """Stop each shared API server registered under ``work`` (``cli.shared_api``'s
+    ``shared.json``) and their idle watches (which would write their lock file again), as
+    the idle watch stops a server (``cli.embedded_api._stop``: SIGTERM, then SIGKILL)."""
     sys.path.insert(0, str(REPO))
-    from storage.locks import owner_alive, process_identity
+    from cli.embedded_api import _stop
+    from storage.locks import process_identity
 
-    stopped = []
     for registered in work.glob("**/fastmice-api/shared/shared.json"):
         with contextlib.suppress(OSError, ValueError, KeyError):
-            server = json.loads(registered.read_text())["server"]
-            if owner_alive(server):
-                os.killpg(int(server["pid"]), signal.SIGTERM)
-                stopped.append(server)
+            _stop(json.loads(registered.read_text())["server"])
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(OSError):
             args = cmdline.read_bytes().split(b"\0")
             if b"cli.api_idle" in args and any(str(work).encode() in a for a in args):
-                pid = int(cmdline.parent.name)
-                stopped.append(process_identity(pid))
-                os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while any(owner_alive(s) for s in stopped) and time.monotonic() < deadline:
-        time.sleep(0.2)
+                _stop(process_identity(int(cmdline.parent.name)))

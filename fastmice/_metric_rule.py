@@ -58,16 +58,18 @@ def _sampled_rows(X) -> np.ndarray | sp.csr_matrix:
     return np.vstack([np.asarray(X[i:i + 1]) for i in rows])  # a row reader on disk
 
 
+def _lowest(rows) -> float:
+    """The smallest value of some rows (dense or sparse; 0 if there are none)."""
+    return float(rows.data.min(initial=0) if sp.issparse(rows) else rows.min(initial=0))
+
+
 def _non_negative_rows(X):
     """The rows read of a view (:func:`_sampled_rows`; CSR if sparse), or None if any of
     their values is negative."""
     rows = _sampled_rows(X)
     if sp.issparse(rows):
         rows = sp.csr_matrix(rows)
-        low = rows.data.min(initial=0)
-    else:
-        low = rows.min(initial=0)
-    return None if low < 0 else rows
+    return None if _lowest(rows) < 0 else rows
 
 
 def _nonzeros_per_row(rows) -> np.ndarray:
@@ -130,8 +132,7 @@ def choose_metric(X, mode: str = "paper") -> str:
 
 
 def _check_hellinger(X, view: int) -> None:
-    rows = _sampled_rows(X)
-    low = (rows.data.min(initial=0) if sp.issparse(rows) else rows.min(initial=0))
+    low = _lowest(_sampled_rows(X))
     if low < 0:
         raise ValueError(f"View {view} has negative values ({low:.3g}); metric 'hellinger' "
                          "compares the square roots of non-negative rows.")
