@@ -243,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         seeds = [int(s) for s in args.seeds.split(",")]
         started = time.perf_counter()
         rows = run_methods(points, methods, seeds, args.n_jobs)
+        import fastmice
+
         results = [{"part": args.part, "methods": methods, "seeds": seeds,
+                    "fastmice": [fastmice.CODE_VERSION, str(Path(fastmice.__file__).parent)],
                     "max_samples": args.max_samples, "load_average": os.getloadavg(),
                     "wall_seconds": round(time.perf_counter() - started, 1),
                     "points": [dataclasses.asdict(p) for p in points],
