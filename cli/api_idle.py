@@ -50,10 +50,14 @@ def watch(folder: Path, idle: float) -> None:
     if info is None:
         return
     server, last_used = info["server"], time.monotonic()
+    used = folder / "last-used"  # its time: the last command's, for `fastmice daemon status`
+    used.touch()
     while owner_alive(server):
         time.sleep(min(5.0, max(idle / 5, 0.2)))
         if live_clients(folder):
             last_used = time.monotonic()
+            with contextlib.suppress(OSError):
+                used.touch()
             continue
         if time.monotonic() - last_used < idle:
             continue

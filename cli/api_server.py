@@ -89,10 +89,12 @@ def failure_message(log: Path, status: int, port: int, home: str) -> str:
             f"(database {db}; log {log}); {_FIX}.")
 
 
-def launch(port: int, log: Path, detached: bool = False) -> subprocess.Popen[Any]:
+def launch(port: int, log: Path, detached: bool = False,
+           extra_env: dict[str, str] | None = None) -> subprocess.Popen[Any]:
     """The server process Prefect would start, with its output in ``log`` (in a session of
-    its own if ``detached``: a Ctrl-C of the command's terminal does not reach it). Prefect
-    need not be imported (its settings, if it is, are passed on as Prefect does)."""
+    its own if ``detached``: a Ctrl-C of the command's terminal does not reach it), and
+    ``extra_env``. Prefect need not be imported (its settings, if it is, are passed on as
+    Prefect does)."""
     spec = importlib.util.find_spec("prefect")
     app_dir = Path(next(iter(spec.submodule_search_locations))).parent if spec else Path()
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
@@ -101,6 +103,7 @@ def launch(port: int, log: Path, detached: bool = False) -> subprocess.Popen[Any
         from prefect.settings import get_current_settings
 
         env.update(get_current_settings().to_environment_variables(exclude_unset=True))
+    env.update(extra_env or {})
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--app-dir", str(app_dir),
@@ -119,16 +122,30 @@ def healthy(url: str) -> bool:
         return False
 
 
-def check_port() -> int | None:
-    """Refuse, in one line, a ``FASTMICE_API_PORT`` that is in use now; the port (or None)."""
+def _can_listen(port: int) -> OSError | None:
+    """None if a server can listen on ``port`` now, else why not. The probe sets
+    ``SO_REUSEADDR`` as the server does: the connections of a server that has just stopped
+    (``TIME_WAIT``, 60 s) do not make a port busy."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc
+    return None
+
+
+def check_port(wait: float = 5.0) -> int | None:
+    """Refuse, in one line, a ``FASTMICE_API_PORT`` still in use after ``wait`` seconds (a
+    port busy for a moment is tried again); the port (or None)."""
     setting = os.environ.get("FASTMICE_API_PORT")
     if not setting:
         return None
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", int(setting)))
-        except OSError as exc:
-            raise CommandError(port_message(int(setting), exc.strerror)) from None
+    deadline = time.monotonic() + wait
+    while (error := _can_listen(int(setting))) is not None:
+        if time.monotonic() >= deadline:
+            raise CommandError(port_message(int(setting), error.strerror))
+        time.sleep(0.25)
     return int(setting)
 
 

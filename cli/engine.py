@@ -96,10 +96,10 @@ def start_embedded_api() -> None:
         return  # started, or a server is set: no need to import the server's code (~2.5 s)
     if shared_api():
         from cli.api_server import check_database, check_port
-        from cli.shared_api import join_shared_server
+        from cli.shared_api import database_home, join_shared_server
 
         home = os.environ.get("PREFECT_HOME") or os.path.expanduser("~/.prefect")
-        check_database(home)
+        check_database(database_home(home))  # one database per key (cli.shared_api)
         check_port()
         timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", 120))
 

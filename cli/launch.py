@@ -25,12 +25,17 @@ import socket
 import struct
 import sys
 import sysconfig
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cli.prefect_home import SETTING_OFF, choose_prefect_home, shares_server
+from cli.prefect_home import (
+    SETTING_OFF,
+    choose_prefect_home,
+    runtime_folder,
+    server_key,
+    shares_server,
+)
 
 __all__ = ["main", "wait_for_warm_process", "warm_socket"]
 
@@ -68,9 +73,8 @@ def warm_socket(environ: Mapping[str, str] = os.environ) -> Path | None:
         return None
     keyed = sorted((name, value) for name, value in environ.items()
                    if name.startswith(_KEYED_PREFIXES) and name not in _PER_COMMAND)
-    key = hashlib.sha256(repr([keyed, _code_fingerprint()]).encode()).hexdigest()[:20]
-    folder = Path(tempfile.gettempdir()) / f"fastmice-warm-{os.getuid()}"
-    return folder / f"{key}.sock"
+    key = hashlib.sha256(repr([keyed, _code_fingerprint()]).encode()).hexdigest()[:16]
+    return runtime_folder() / f"{server_key()}-{key}.sock"
 
 
 def wait_for_warm_process(environ: Mapping[str, str], timeout: float = 120) -> bool:
@@ -129,6 +133,8 @@ def _run_warm(argv: Sequence[str]) -> int | None:
     """The exit status of the command run by a warm process; None if none took it."""
     if any(arg in ("-v", "--verbose") for arg in argv):
         return None  # Prefect's log levels are set when it is imported
+    if argv[:1] == ["daemon"]:
+        return None  # it may stop the warm process itself
     path = warm_socket()
     if path is None or not _private(path.parent):
         return None
@@ -158,9 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cli.engine import joined_shared_server
 
     if joined_shared_server():
+        from cli.daemons import say_left_running
+        from cli.shared_api import idle_seconds, started
         from cli.warm import spawn
 
-        spawn(environ)
+        server = started["server"]["pid"] if started else None
+        say_left_running(server, spawn(environ), idle_seconds())
     return status
 
 

@@ -2,7 +2,8 @@
 
 Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``,
 ``report``, ``fsck``, ``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`), ``export``,
-``label`` (:mod:`cli.result_commands`); each has ``--help``. Human-readable output and a
+``label`` (:mod:`cli.result_commands`), ``daemon`` (:mod:`cli.daemons`); each has
+``--help``. Human-readable output and a
 progress bar over view groups by default; with ``--json``, exactly one JSON object on stdout
 (Prefect's and Dask's logs go to stderr).
 
@@ -27,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from cli import commands
+from cli.daemons import add_daemon_parser
 from cli.engine import configure_environment
 from cli.options import add_ensemble_options, add_jobs_option
 from cli.output import Output, message, store_warnings
@@ -194,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     add_store_commands(sub, _finish)
     add_result_parsers(sub, _finish)
+    add_daemon_parser(sub, _finish)
     return parser
 
 
@@ -228,8 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.command in TIDIERS and not args.dry_run)
             # `cluster` lists a remote store's root only if no stored answer is found first.
             deferred: list[Callable[[], None]] = []
-            args.store = checked_store(args.store, writes=writes, reach=deferred.append
-                                       if args.command == "cluster" else None)
+            if args.command != "daemon":  # the only command without a store
+                args.store = checked_store(args.store, writes=writes, reach=deferred.append
+                                           if args.command == "cluster" else None)
             args.reach_store = deferred[0] if deferred else _reached
             status = args.handler(args, output) or 0
     except KeyboardInterrupt:

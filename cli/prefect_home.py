@@ -17,12 +17,16 @@ import importlib.util
 import os
 import re
 import sqlite3
+import tempfile
 import tomllib
 from collections.abc import MutableMapping
 from pathlib import Path
 
 __all__ = ["SETTING_OFF", "api_configured", "choose_prefect_home", "default_home",
-           "foreign_database", "known_revisions", "shares_server", "user_chose_prefect"]
+           "foreign_database", "known_revisions", "prefect_version", "runtime_folder",
+           "server_key", "shares_server", "user_chose_prefect"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The values that turn a FASTMICE_* switch off.
 SETTING_OFF = ("0", "", "false", "no")
@@ -121,3 +125,41 @@ def foreign_database(db_path: str | os.PathLike[str]) -> str | None:
     known = known_revisions()
     unknown = [row[0] for row in rows if row[0] not in known]
     return unknown[0] if known and unknown else None
+
+
+def prefect_version() -> str:
+    """The installed Prefect's version, read from its files without importing it ("none")."""
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or not spec.submodule_search_locations:
+        return "none"
+    build = Path(next(iter(spec.submodule_search_locations))) / "_build_info.py"
+    with contextlib.suppress(OSError):
+        found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", build.read_text(), re.M)
+        if found:
+            return found[1]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("prefect")
+    except PackageNotFoundError:
+        return "none"
+
+
+def server_key() -> str:
+    """What makes a shared API server and a warm process interchangeable between commands:
+    the Prefect version and fastmice's ``CODE_VERSION`` (read from its file, without
+    importing it), e.g. ``prefect-3.9.1-code13``. A command never joins one of another
+    key."""
+    code = "unknown"
+    with contextlib.suppress(OSError):
+        found = re.search(r"^CODE_VERSION\s*=\s*['\"]([^'\"]+)",
+                          (ROOT / "fastmice" / "__init__.py").read_text(), re.M)
+        code = found[1] if found else code
+    return f"prefect-{prefect_version()}-code{code}"
+
+
+def runtime_folder() -> Path:
+    """This user's folder of the processes fastmice leaves running (warm processes' sockets,
+    and an entry per shared server and warm process for ``fastmice daemon``):
+    ``$TMPDIR/fastmice-warm-<uid>``, which only its user may enter."""
+    return Path(tempfile.gettempdir()) / f"fastmice-warm-{os.getuid()}"

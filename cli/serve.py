@@ -9,6 +9,7 @@ Scheduling needs ``PREFECT_API_URL`` (a server from ``infra/local_server.sh``).
 from __future__ import annotations
 
 import argparse
+import sys
 
 from cli.options import add_ensemble_options, ensemble_values
 
@@ -35,22 +36,34 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                       help='schedule of the inbox run (UTC; default "*/30 * * * *")')
     when.add_argument("--interval", type=float, default=None, metavar="SECONDS",
                       help="run the inbox every SECONDS instead of on a cron schedule")
+    p.add_argument("--grace", type=float, default=300.0, metavar="SECONDS",
+                   help="how long to wait for a Prefect server that does not answer (at "
+                        "start, or lost while serving) before stopping with status 3 "
+                        "(default 300)")
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Serve both deployments until interrupted."""
+def main(argv: list[str] | None = None) -> int:
+    """Serve both deployments until interrupted; the exit status (0 stopped, 1 an error,
+    3 the server lost for good), each said in one line."""
+    args = _parse_args(argv)
+    from prefect.settings import PREFECT_API_URL
+
+    api_url = PREFECT_API_URL.value()
+    if not api_url:
+        print("fastmice serve: PREFECT_API_URL is not set: schedules need a Prefect server "
+              "(infra/serve.sh starts one, or infra/local_server.sh)", file=sys.stderr)
+        return 1
     from flows.deployments import serve_deployments
     from storage import open_store
 
-    args = _parse_args(argv)
     schedule = ({"interval": args.interval} if args.interval is not None
                 else {"cron": args.cron})
     parameters = {**ensemble_values(args), "dask_address": args.dask,
                   "keep_runs": args.keep_runs}
-    serve_deployments(args.inbox, args.dataset, open_store(args.store).url, parameters,
-                      schedule)
+    return serve_deployments(args.inbox, args.dataset, open_store(args.store).url, parameters,
+                             schedule, api_url, args.grace)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -26,18 +26,42 @@ from pathlib import Path
 from typing import Any
 
 from cli.api_server import failure_message, healthy, launch, pick_port
+from cli.daemons import register
 from cli.embedded_api import registry
 from cli.output import CommandError
+from cli.prefect_home import server_key
 from storage.locks import flock_file, owner_alive, process_identity
 
-__all__ = ["idle_seconds", "join_shared_server", "shared_folder"]
+__all__ = ["database_home", "idle_seconds", "join_shared_server", "shared_folder",
+           "started"]
+
+#: The shared server this command started (empty if it joined one, or started none).
+started: dict[str, Any] = {}
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def shared_folder(home: str | os.PathLike[str]) -> Path:
-    """Where the shared server of Prefect home ``home`` is registered."""
-    return registry(home) / "shared"
+    """Where the shared server of Prefect home ``home`` for this environment's key
+    (:func:`cli.prefect_home.server_key`: Prefect's and fastmice's code versions) is
+    registered; a server of another key is never joined."""
+    return registry(home) / "shared" / server_key()
+
+
+def database_home(home: str | os.PathLike[str]) -> Path:
+    """The folder of the shared server's SQLite database (``prefect.db``) for ``home``."""
+    folder = shared_folder(home)
+    return folder if _database_env(folder) else Path(home)
+
+
+def _database_env(folder: Path) -> dict[str, str]:
+    """The shared server's database: ``FOLDER/prefect.db``, one per key (a Prefect of
+    another version never migrates it), unless a database URL is set."""
+    if (os.environ.get("PREFECT_SERVER_DATABASE_CONNECTION_URL")
+            or os.environ.get("PREFECT_API_DATABASE_CONNECTION_URL")):
+        return {}
+    return {"PREFECT_SERVER_DATABASE_CONNECTION_URL":
+            f"sqlite+aiosqlite:///{folder / 'prefect.db'}"}
 
 
 def idle_seconds() -> float:
@@ -50,8 +74,11 @@ def _start(folder: Path) -> tuple[dict[str, Any], subprocess.Popen[Any]]:
     port = pick_port()
     log = folder / "shared-server.log"
     log.unlink(missing_ok=True)
-    process = launch(port, log, detached=True)
+    process = launch(port, log, detached=True, extra_env=_database_env(folder))
     info = {"server": process_identity(process.pid), "port": port, "log": str(log)}
+    started.update(info)
+    register("server", {**info, "folder": str(folder), "idle": idle_seconds(),
+                        "used": str(folder / "last-used")})
     tmp = folder / f".shared.json.{os.getpid()}"
     tmp.write_text(json.dumps(info))
     os.replace(tmp, folder / "shared.json")
@@ -98,7 +125,8 @@ def join_shared_server(home: str, timeout: float) -> str:
         else:
             status = None if owner_alive(info["server"]) else -1
         if status is not None:
-            raise CommandError(failure_message(Path(info["log"]), status, port, home))
+            raise CommandError(failure_message(Path(info["log"]), status, port,
+                                               str(database_home(home))))
         if time.monotonic() > deadline:
             raise CommandError(f"The shared Prefect API server (log {info['log']}) gave no "
                                f"answer within {timeout:.0f} s; set PREFECT_API_URL to a "

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cli.daemons import register, used_stamp
 from cli.launch import warm_socket
 
 __all__ = ["serve", "spawn"]
@@ -63,22 +64,23 @@ def _lock(path: Path) -> int | None:
     return fd
 
 
-def spawn(environ: Mapping[str, str]) -> None:
-    """Start the warm process for commands in ``environ``, unless one runs already."""
+def spawn(environ: Mapping[str, str]) -> int | None:
+    """Start the warm process for commands in ``environ``, unless one runs already; its pid
+    (None if none was started)."""
     path = warm_socket(environ)
     if path is None:
-        return
+        return None
     path.parent.mkdir(mode=0o700, exist_ok=True)
     fd = _lock(path.with_suffix(".lock"))
     if fd is None:
-        return  # one runs (or is starting)
+        return None  # one runs (or is starting)
     os.close(fd)
     env = dict(environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(ROOT), environ.get("PYTHONPATH")])))
     with open(path.with_suffix(".log"), "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "cli.warm", str(path)], env=env,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                         start_new_session=True, close_fds=True)
+        return subprocess.Popen([sys.executable, "-m", "cli.warm", str(path)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, close_fds=True).pid
 
 
 def _shared_server() -> dict[str, Any] | None:
@@ -203,8 +205,9 @@ def _reap() -> int:
     return running
 
 
-def _accept(listener: socket.socket, idle: float, server: dict[str, Any]) -> None:
-    """Serve commands until the shared server is gone or ``idle`` seconds pass unused."""
+def _accept(listener: socket.socket, idle: float, server: dict[str, Any], used: Path) -> None:
+    """Serve commands until the shared server is gone or ``idle`` seconds pass unused (the
+    time of the last command is ``used``'s)."""
     from storage.locks import owner_alive
 
     last_used = time.monotonic()
@@ -218,6 +221,8 @@ def _accept(listener: socket.socket, idle: float, server: dict[str, Any]) -> Non
                 return
             continue
         last_used = time.monotonic()
+        with contextlib.suppress(OSError):
+            os.utime(used)  # for `fastmice daemon status`
         with connection:
             connection.settimeout(5.0)  # a client that sends nothing cannot stall the others
             uid = struct.unpack("3i", connection.getsockopt(
@@ -271,12 +276,23 @@ def serve(path: Path) -> int:
     listener.listen(16)
     listener.settimeout(1.0)
     print(f"serving {path} (pid {os.getpid()})", file=sys.stderr, flush=True)
+    entry = register("warm", {"socket": str(path), "python": sys.prefix, "idle": idle_seconds(),
+                              "server": server["server"], "used": str(used_stamp(path))})
+    signal.signal(signal.SIGTERM, _stop_serving)  # `fastmice daemon stop`: clean up below
     try:
-        _accept(listener, idle_seconds(), server)
+        _accept(listener, idle_seconds(), server, used_stamp(path))
+    except SystemExit:
+        pass
     finally:
         path.unlink(missing_ok=True)
+        used_stamp(path).unlink(missing_ok=True)
+        entry.unlink(missing_ok=True)
         listener.close()
     return 0
+
+
+def _stop_serving(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from prefect import flow, get_run_logger
 
 from flows.pipeline import cluster_flow, recluster_flow
 from flows.runners import task_runner
+from flows.serving import install_one_line_errors, serve_supervised
 from pipeline.housekeeping import collect_garbage, retention
 from pipeline.params import PARAM_NAMES
 from pipeline.runs import list_runs, run_summary
@@ -64,14 +65,20 @@ def _pending(inbox: Path) -> list[Path]:
     return sorted(p for p in inbox.glob("*.npz") if p.is_file() and not p.name.startswith("."))
 
 
-def _move(path: Path, folder: Path) -> Path:
-    """Move ``path`` into ``folder``; a name already there gets a UTC time stamp."""
+def _move(path: Path, folder: Path) -> Path | None:
+    """Move ``path`` into ``folder``; a name already there gets a UTC time stamp. None if
+    ``path`` is gone: a run of a serve process killed meanwhile (still working) moved it."""
     folder.mkdir(exist_ok=True)
     target = folder / path.name
     if target.exists():
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         target = folder / f"{path.stem}.{stamp}{path.suffix}"
-    shutil.move(path, target)
+    try:
+        shutil.move(path, target)
+    except FileNotFoundError:
+        if path.exists():
+            raise
+        return None
     return target
 
 
@@ -95,6 +102,8 @@ def _ingest(folder: Path, store: Any, dataset: str, logger: Any) -> dict[str, li
             raise  # the store is damaged, not the file
         except (ValueError, TypeError) as exc:
             moved = _move(path, folder / REJECTED)
+            if moved is None:
+                continue
             moved.with_name(moved.name + ".error.txt").write_text(f"{exc}\n")
             logger.error("rejected %s: %s", path.name, exc)
             files["rejected"].append(path.name)
@@ -166,6 +175,7 @@ def recluster_inbox(inbox: str, dataset: str, n_clusters: int | str | None = Non
         If ``inbox`` is not a directory.
     """
     given = {name: value for name, value in locals().items() if name in PARAM_NAMES}
+    install_one_line_errors()  # a full disk or a lost server: one line, no traceback
     _check_bound(inbox=inbox, dataset=dataset, store_url=store_url, dask_address=dask_address)
     if keep_runs is not None:
         retention([], keep_runs)  # refuse a bad value before anything is done
@@ -212,8 +222,10 @@ def _bring_up_to_date(store: Any, dataset: str, runs: list[dict[str, Any]],
 
 
 def serve_deployments(inbox: str | Path, dataset: str, store_url: str,
-                      parameters: dict[str, Any], schedule: dict[str, Any]) -> None:
-    """Serve both deployments from this process until interrupted (PREFECT.md section 4).
+                      parameters: dict[str, Any], schedule: dict[str, Any], api_url: str,
+                      grace: float = 300.0) -> int:
+    """Serve both deployments from this process until interrupted (PREFECT.md section 4),
+    through faults (:func:`flows.serving.serve_supervised`); the exit status.
 
     Parameters
     ----------
@@ -225,21 +237,28 @@ def serve_deployments(inbox: str | Path, dataset: str, store_url: str,
         :func:`recluster_inbox` (the ensemble's, for its first run).
     schedule : dict
         ``{"cron": "*/30 * * * *"}`` or ``{"interval": seconds}``.
+    api_url : str
+        The Prefect API that schedules the runs.
+    grace : float, default=300
+        Seconds to wait for a server that does not answer before giving up (status 3).
     """
-    from prefect import serve
     from prefect.deployments.runner import EntrypointType
 
     inbox = Path(inbox).resolve()
     inbox.mkdir(parents=True, exist_ok=True)
     bound = {"inbox": str(inbox), "dataset": dataset, "store_url": store_url, **parameters}
-    inbox_deployment = recluster_inbox.to_deployment(
-        name=INBOX_DEPLOYMENT.split("/")[1], parameters=bound, concurrency_limit=1,
-        description=f"Register new batch files of {inbox} into dataset {dataset!r} "
-                    f"and recluster it.",
-        tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH, **schedule)
-    cluster_deployment = cluster_flow.to_deployment(
-        name=CLUSTER_DEPLOYMENT.split("/")[1], parameters={"store_url": store_url},
-        description="Cluster a registered dataset on demand (-p dataset=NAME -p "
-                    "n_clusters=K or auto).",
-        tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH)
-    serve(inbox_deployment, cluster_deployment)
+
+    def build() -> list[Any]:
+        inbox_deployment = recluster_inbox.to_deployment(
+            name=INBOX_DEPLOYMENT.split("/")[1], parameters=bound, concurrency_limit=1,
+            description=f"Register new batch files of {inbox} into dataset {dataset!r} "
+                        f"and recluster it.",
+            tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH, **schedule)
+        cluster_deployment = cluster_flow.to_deployment(
+            name=CLUSTER_DEPLOYMENT.split("/")[1], parameters={"store_url": store_url},
+            description="Cluster a registered dataset on demand (-p dataset=NAME -p "
+                        "n_clusters=K or auto).",
+            tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH)
+        return [inbox_deployment, cluster_deployment]
+
+    return serve_supervised(build, [INBOX_DEPLOYMENT, CLUSTER_DEPLOYMENT], api_url, grace)

@@ -6,7 +6,11 @@
 #   infra/local_server.sh stop|status [--home DIR]
 #
 # start: runs `prefect server start --host 127.0.0.1` in the background (own process group),
-#        waits for /api/health, and prints the PREFECT_API_URL to export. The database is
+#        waits for /api/health from that process (not another one on the port), and prints
+#        the PREFECT_API_URL to export. A port busy for a moment (a server just stopped) is
+#        tried again for FASTMICE_PORT_WAIT seconds (default 10); the default port 4200, if
+#        still taken, gives way to a free one (said); a --port given is then refused. The
+#        database is
 #        SQLite at $HOME_DIR/prefect.db, or, with --postgres, a private PostgreSQL 15 cluster
 #        ($HOME_DIR/pgdata, initdb + pg_ctl, listening on 127.0.0.1:<pg-port> only).
 #        --foreground runs the server in this shell instead (for systemd or a terminal).
@@ -24,6 +28,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cmd=start
 home=${PREFECT_HOME:-$repo/.prefect}
 port=4200
+port_given=0
 postgres=0
 pg_port=5433
 foreground=0
@@ -38,7 +43,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     start|stop|status) cmd=$1 ;;
     --home) home=${2:?--home needs a directory}; shift ;;
-    --port) port=${2:?--port needs a number}; shift ;;
+    --port) port=${2:?--port needs a number}; port_given=1; shift ;;
     --postgres) postgres=1 ;;
     --pg-port) pg_port=${2:?--pg-port needs a number}; shift ;;
     --foreground) foreground=1 ;;
@@ -52,6 +57,7 @@ case $port$pg_port in *[!0-9]*) die "--port and --pg-port must be integers" ;; e
 mkdir -p "$home"
 home=$(cd "$home" && pwd)
 pidfile=$home/server.pid
+portfile=$home/server.port
 pgdata=$home/pgdata
 export PREFECT_HOME=$home
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
@@ -78,6 +84,16 @@ stop_group() {  # stop_group PIDFILE WHAT: TERM the process group, KILL after 20
   rm -f "$pidfile"
 }
 
+stop_runs_of() {  # SIGKILL the flow-run processes serve process $1 left (FASTMICE_SERVED_BY)
+  local f p
+  for f in /proc/[0-9]*/environ; do
+    p=${f#/proc/}; p=${p%/environ}
+    if tr '\0' '\n' <"$f" 2>/dev/null | grep -qx "FASTMICE_SERVED_BY=$1"; then
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+  done
+}
+
 pg_socket_dir() {  # a Unix socket path must stay under ~107 bytes
   if [ ${#pgdata} -lt 80 ]; then echo "$pgdata"; else echo /tmp; fi
 }
@@ -85,7 +101,7 @@ pg_socket_dir() {  # a Unix socket path must stay under ~107 bytes
 pg_running() { [ -f "$pgdata/postmaster.pid" ] && as_pg "$pg_bin/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; }
 
 if [ "$cmd" = status ]; then
-  if alive "$pidfile"; then echo "server running (pid $(cat "$pidfile")); see $home/server.log"
+  if alive "$pidfile"; then echo "server running (pid $(cat "$pidfile"), http://127.0.0.1:$(cat "$portfile" 2>/dev/null || echo "$port")/api); see $home/server.log"
   else echo "server not running (PREFECT_HOME=$home)"; fi
   if [ -d "$pgdata" ]; then
     if pg_running; then echo "postgres running ($pgdata)"; else echo "postgres stopped ($pgdata)"; fi
@@ -94,8 +110,11 @@ if [ "$cmd" = status ]; then
 fi
 
 if [ "$cmd" = stop ]; then
+  served=$(cat "$home/serve.pid" 2>/dev/null || true)
   stop_group "$home/serve.pid" "serve process"       # serve/worker before the server
+  [ -n "$served" ] && stop_runs_of "$served"          # runs of a serve process killed -9
   stop_group "$pidfile" "prefect server"
+  rm -f "$portfile"
   if [ -d "$pgdata" ] && pg_running; then
     echo "stopping postgres ($pgdata)"
     as_pg "$pg_bin/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
@@ -113,23 +132,93 @@ python_bin=${PYTHON:-$(dirname "$prefect_bin")/python}
 [ -x "$python_bin" ] || python_bin=python3
 
 if alive "$pidfile"; then
+  [ -f "$portfile" ] && api_url="http://127.0.0.1:$(cat "$portfile")/api"
   echo "prefect server already running (pid $(cat "$pidfile")); log: $home/server.log"
   echo "export PREFECT_API_URL=$api_url"
   exit 0
 fi
 
-port_busy() {
-  "$python_bin" - "$1" <<'PY'
-import socket, sys
-s = socket.socket()
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(0)
-sys.exit(1)
+# port_check PORT [WAIT]: exit 0 when a server can listen on PORT now, or within WAIT
+# seconds. The probe sets SO_REUSEADDR as the server does: connections of a server that has
+# just stopped (TIME_WAIT, 60 s) do not make a port busy. Otherwise it prints who listens
+# there (when this user can see it). port_check --free prints a free port.
+port_check() {
+  "$python_bin" - "$@" <<'PY'
+import os, socket, sys, time
+
+def can_listen(port):
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+def listener(port):
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{f[9]}]")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in fds):
+                return f"pid {pid}: " + open(f"/proc/{pid}/cmdline").read().replace("\0", " ")[:80]
+        except OSError:
+            continue
+    return "a process of another user" if inodes else "nothing listening: just released?"
+
+if sys.argv[1] == "--free":
+    for port in range(4201, 4300):
+        if can_listen(port):
+            print(port)
+            sys.exit(0)
+    sys.exit(1)
+port, deadline = int(sys.argv[1]), time.monotonic() + float(sys.argv[2] if len(sys.argv) > 2 else 0)
+while not can_listen(port):
+    if time.monotonic() >= deadline:
+        print(listener(port))
+        sys.exit(1)
+    time.sleep(0.5)
 PY
 }
-port_busy "$port" && die "port $port on 127.0.0.1 is in use; pick another with --port"
+
+# owns_port PID PORT: whether process PID listens on 127.0.0.1:PORT (the health check's
+# answer is then this server's, not another one's that holds the port).
+owns_port() {
+  "$python_bin" - "$1" "$2" <<'PY'
+import os, sys
+pid, port = sys.argv[1], int(sys.argv[2])
+inodes = set()
+for row in open("/proc/net/tcp").read().splitlines()[1:]:
+    f = row.split()
+    if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+        inodes.add(f"socket:[{f[9]}]")
+try:
+    links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+except OSError:
+    sys.exit(1)
+sys.exit(0 if links & inodes else 1)
+PY
+}
+
+wait_s=${FASTMICE_PORT_WAIT:-10}
+if ! holder=$(port_check "$port" "$wait_s"); then
+  if [ "$port_given" = 1 ]; then
+    die "port $port on 127.0.0.1 is in use after ${wait_s} s ($holder); pick another with --port"
+  fi
+  free=$(port_check --free) || die "port $port on 127.0.0.1 is in use ($holder), and so are 4201-4299; pick one with --port"
+  echo "port $port on 127.0.0.1 is in use ($holder): using $free"
+  port=$free
+  api_url="http://127.0.0.1:$port/api"
+fi
 
 if [ "$postgres" = 1 ]; then
   if [ ! -x "$pg_bin/initdb" ]; then
@@ -160,7 +249,7 @@ EOF
       die "initdb failed; see $home/initdb.log"
   fi
   if ! pg_running; then
-    port_busy "$pg_port" && die "port $pg_port on 127.0.0.1 is in use; pick another with --pg-port"
+    port_check "$pg_port" "$wait_s" >/dev/null || die "port $pg_port on 127.0.0.1 is in use; pick another with --pg-port"
     as_pg "$pg_bin/pg_ctl" -D "$pgdata" -l "$pgdata/postgres.log" -w -t 60 \
       -o "-p $pg_port -k $sock -c listen_addresses=127.0.0.1" start >/dev/null ||
       die "postgres did not start; see $pgdata/postgres.log"
@@ -183,12 +272,16 @@ fi
 
 setsid "${server_cmd[@]}" >"$home/server.log" 2>&1 </dev/null &
 echo $! >"$pidfile"
+echo "$port" >"$portfile"
 echo "starting prefect server (pid $(cat "$pidfile")), log: $home/server.log"
 
 start=$SECONDS
-until "$python_bin" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)" \
+# Healthy means: this server answers, from its own socket (another process that took the
+# port meanwhile would answer too, and this server would then fail to listen).
+until owns_port "$(cat "$pidfile")" "$port" &&
+    "$python_bin" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)" \
     "$api_url/health" 2>/dev/null; do
-  alive "$pidfile" || { tail -n 20 "$home/server.log" >&2; die "the server exited; see $home/server.log"; }
+  alive "$pidfile" || { tail -n 20 "$home/server.log" >&2; rm -f "$pidfile" "$portfile"; die "the server exited; see $home/server.log"; }
   [ $((SECONDS - start)) -lt "$timeout" ] || die "no /api/health after ${timeout} s; see $home/server.log"
   sleep 1
 done

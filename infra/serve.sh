@@ -9,8 +9,9 @@
 #   infra/serve.sh stop [--home DIR]
 #
 # Schedules need a Prefect server. With PREFECT_API_URL set, that server is used; without
-# it, a local one is started first (infra/local_server.sh start --home HOME_DIR --port PORT,
-# default 4200; the UI is then at http://127.0.0.1:PORT): in the foreground it is stopped again when this script
+# it, a local one is started first (infra/local_server.sh start --home HOME_DIR --port PORT;
+# default 4200, or a free port near it if 4200 stays taken; the UI is then at
+# http://127.0.0.1:PORT): in the foreground it is stopped again when this script
 # stops (Ctrl-C), with --background it keeps running and `infra/local_server.sh stop --home
 # HOME_DIR` stops both, the serve process first.
 # --background detaches the process (its own process group; pid in HOME_DIR/serve.pid, log
@@ -23,11 +24,20 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 home=${PREFECT_HOME:-$repo/.prefect}
 background=0
-port=4200
+port=
 stop=0
 args=()
 
 die() { echo "serve.sh: $*" >&2; exit 1; }
+stop_runs_of() {  # SIGKILL the flow-run processes serve process $1 left (FASTMICE_SERVED_BY)
+  local f p
+  for f in /proc/[0-9]*/environ; do
+    p=${f#/proc/}; p=${p%/environ}
+    if tr '\0' '\n' <"$f" 2>/dev/null | grep -qx "FASTMICE_SERVED_BY=$1"; then
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+  done
+}
 
 while [ $# -gt 0 ]; do
   case $1 in
@@ -51,9 +61,9 @@ if [ "$stop" = 1 ]; then
     echo "stopping serve process (pid $pid)"
     kill -TERM -- "-$pid" 2>/dev/null || true
     for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    # A serve process whose server has gone ignores SIGTERM (PREFECT.md section 4).
     kill -KILL -- "-$pid" 2>/dev/null || true
   fi
+  [ -f "$pidfile" ] && stop_runs_of "$(cat "$pidfile")"  # runs of a serve process killed -9
   rm -f "$pidfile"
   exit 0
 fi
@@ -67,7 +77,7 @@ python_bin=${PYTHON:-$(command -v python || command -v python3)}
 started_server=0
 if [ -z "${PREFECT_API_URL:-}" ]; then
   echo "PREFECT_API_URL is not set: starting a local Prefect server (infra/local_server.sh)"
-  server_out=$("$repo/infra/local_server.sh" start --home "$home" --port "$port") ||
+  server_out=$("$repo/infra/local_server.sh" start --home "$home" ${port:+--port "$port"}) ||
     die "no local Prefect server (see above), or set PREFECT_API_URL to a running server"
   printf '%s\n' "$server_out"
   PREFECT_API_URL=$(printf '%s\n' "$server_out" | sed -n 's/^export PREFECT_API_URL=//p' | tail -n 1)

@@ -1,0 +1,187 @@
+"""``fastmice daemon status|stop``: the processes fastmice leaves running for later commands.
+
+Two kinds outlive the command that started them, both for this user only:
+
+* the **shared Prefect API server** of a Prefect home and key (:mod:`cli.shared_api`),
+  which stops after ``FASTMICE_API_IDLE`` seconds (600) without a command;
+* a **warm process** per environment (:mod:`cli.warm`), which stops with that server, or
+  after the same idle time.
+
+Each registers itself in this user's runtime folder
+(:func:`cli.prefect_home.runtime_folder`, ``<kind>-<pid>.json``); the time of its last
+command is the modification time of the file named ``used`` in its entry. ``status`` lists
+them with their key, resident memory, age and idle timer; ``stop`` stops them (the server
+under the lock commands take to join it, so that none joins a server being stopped).
+Nothing here imports Prefect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cli.output import Output
+from cli.prefect_home import runtime_folder, server_key
+from storage.locks import flock_file, owner_alive
+
+__all__ = ["add_daemon_parser", "cmd_daemon", "daemons", "register", "say_left_running",
+           "stop_daemon", "used_stamp"]
+
+
+def register(kind: str, info: dict[str, Any]) -> Path:
+    """Write this user's entry of a process left running (``info["server"]``, or this
+    process, is its identity); the entry's path."""
+    from storage.locks import process_identity
+
+    folder = runtime_folder()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    identity = info.get("server") if kind == "server" else process_identity()
+    entry = folder / f"{kind}-{identity['pid']}.json"
+    tmp = entry.with_name(f".{entry.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"kind": kind, "key": server_key(), "process": identity,
+                               "started": time.time(), **info}))
+    os.replace(tmp, entry)
+    return entry
+
+
+def used_stamp(socket_path: Path) -> Path:
+    """The file whose modification time is a warm process's last command."""
+    return socket_path.with_suffix(".used")
+
+
+def _rss_mb(pid: int) -> float | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
+def daemons() -> list[dict[str, Any]]:
+    """This user's processes left running, each with ``rss_mb``, ``age_s``, ``idle_s`` (since
+    the last command) and ``stops_in_s``; entries of processes gone are removed."""
+    found = []
+    now = time.time()
+    for entry in sorted(runtime_folder().glob("*.json")):
+        try:
+            info = json.loads(entry.read_text())
+            alive = owner_alive(info["process"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not alive:
+            entry.unlink(missing_ok=True)
+            continue
+        try:
+            used = Path(info["used"]).stat().st_mtime
+        except (OSError, KeyError):
+            used = info["started"]
+        pid = int(info["process"]["pid"])
+        idle = max(0.0, now - used)
+        found.append({**info, "pid": pid, "entry": str(entry), "rss_mb": _rss_mb(pid),
+                      "age_s": now - info["started"], "idle_s": idle,
+                      "stops_in_s": max(0.0, float(info.get("idle", 600)) - idle)})
+    return found
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def _where(info: dict[str, Any]) -> str:
+    if info["kind"] == "server":
+        return f"http://127.0.0.1:{info['port']}/api  (home {Path(info['folder']).parents[2]})"
+    return f"{info['python']}  (socket {info['socket']})"
+
+
+def _status_text(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return ("nothing left running: no shared Prefect API server and no warm process of "
+                "this user\n")
+    lines = [f"{'kind':<7}{'pid':>8}  {'key':<28}{'RSS':>8}  {'age':>7}  {'idle':>7}  "
+             f"{'stops in':>8}  where"]
+    for d in found:
+        rss = f"{d['rss_mb']:.0f} MB" if d["rss_mb"] is not None else "?"
+        lines.append(f"{d['kind']:<7}{d['pid']:>8}  {d['key']:<28}{rss:>8}  "
+                     f"{_duration(d['age_s']):>7}  {_duration(d['idle_s']):>7}  "
+                     f"{_duration(d['stops_in_s']):>8}  {_where(d)}")
+    total = sum(d["rss_mb"] or 0 for d in found)
+    lines.append(f"{len(found)} process(es), {total:.0f} MB resident; each stops after its idle "
+                 f"time without a command; `fastmice daemon stop` stops them now")
+    return "\n".join(lines) + "\n"
+
+
+def stop_daemon(info: dict[str, Any]) -> None:
+    """Stop one process of :func:`daemons` (SIGTERM, then SIGKILL) and remove its entries."""
+    from cli.embedded_api import _stop
+
+    if info["kind"] == "server":
+        folder = Path(info["folder"])
+        with flock_file(folder / "shared.lock", timeout=30):
+            _stop(info["process"])
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads((folder / "shared.json").read_text())["server"] == info["process"]:
+                    (folder / "shared.json").unlink()
+    else:
+        _stop(info["process"])
+        for path in (Path(info["socket"]), Path(info["used"])):
+            path.unlink(missing_ok=True)
+    Path(info["entry"]).unlink(missing_ok=True)
+
+
+def cmd_daemon(args: argparse.Namespace, output: Output) -> None:
+    """``status``: list this user's processes left running; ``stop``: stop them."""
+    found = daemons()
+    rows = [{k: d[k] for k in ("kind", "pid", "key", "rss_mb", "age_s", "idle_s",
+                                "stops_in_s")} for d in found]
+    if args.action == "status":
+        output.result({"daemons": rows}, _status_text(found))
+        return
+    for d in sorted(found, key=lambda d: d["kind"] != "warm"):  # warm processes first
+        stop_daemon(d)
+    names = {"server": "shared Prefect API server", "warm": "warm process"}
+    text = "".join(f"stopped the {names[d['kind']]} {d['pid']} ({d['key']}, "
+                   f"{d['rss_mb'] or 0:.0f} MB)\n" for d in found)
+    output.result({"stopped": rows}, text or "nothing to stop\n")
+
+
+def add_daemon_parser(sub: argparse._SubParsersAction,
+                      finish: Callable[..., None]) -> None:
+    """Declare ``fastmice daemon status|stop``."""
+    p = sub.add_parser(
+        "daemon", help="show or stop the processes kept for later commands",
+        description="The shared Prefect API server and the warm processes that fastmice "
+                    "leaves running for later commands (they stop by themselves after "
+                    "FASTMICE_API_IDLE seconds without a command, 600 by default): `status` "
+                    "lists this user's with their key, memory, age and idle timer; `stop` "
+                    "stops them now. FASTMICE_SHARED_API=0 and FASTMICE_WARM=0 keep them "
+                    "from starting.")
+    p.add_argument("action", choices=("status", "stop"))
+    p.add_argument("--json", action="store_true",
+                   help="print exactly one JSON object on stdout")
+    p.add_argument("--verbose", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_daemon, store=None)
+
+
+def say_left_running(server_pid: int | None, warm_pid: int | None, idle: float) -> None:
+    """After a command: one line on stderr if it started a shared server (``server_pid``) or
+    a warm process (``warm_pid``), which stop after ``idle`` seconds without a command."""
+    parts = []
+    if server_pid is not None:
+        parts.append(f"a shared Prefect API server (pid {server_pid})")
+    if warm_pid is not None:
+        parts.append(f"a warm process (pid {warm_pid}; FASTMICE_WARM=0: none)")
+    if parts:
+        print(f"fastmice: left running for later commands: {' and '.join(parts)}, "
+              f"{server_key()}; {'they stop' if len(parts) > 1 else 'it stops'} after "
+              f"{idle:.0f} s without a command (FASTMICE_API_IDLE); `fastmice daemon status` "
+              f"lists them, `fastmice daemon stop` stops them", file=sys.stderr)
