@@ -127,3 +127,24 @@ def test_point_lists_cover_the_sweep_and_the_confirmation_is_apart():
     assert min(p.n_views for p in design) == 2 and max(p.n_views for p in design) == 10
     assert not {p.seed for p in design} & {p.seed for p in confirmation}
     assert not {p.signal for p in design} & {p.signal for p in confirmation}
+
+
+def test_sweep_concatenates_views_as_they_are_and_counts_points_below():
+    sweep = load_benchmark("family_sweep")
+    Xs, _ = families.make_point(families.point(50, 4, 2, 0.5, kind="sparse", seed=1))
+    X = sweep.concatenate([Xs[0], Xs[1].toarray()])
+    assert sp.isspmatrix_csr(X) and X.shape == (50, Xs[0].shape[1] + Xs[1].shape[1])
+    rows = [{"point": p, "method": m, "seed": s, "nmi": nmi, "seconds": 1.0}
+            for p, m, s, nmi in (("a", "paper", 0, 0.90), ("a", "best", 0, 0.884),
+                                 ("a", "concat-kmeans", 0, 0.95), ("b", "paper", 0, 0.5),
+                                 ("b", "best", 0, 0.5), ("b", "concat-kmeans", 0, 0.505),
+                                 ("a", "best", 1, 0.886), ("a", "paper", 1, 0.90),
+                                 ("a", "concat-kmeans", 1, 0.95), ("b", "paper", 1, 0.5),
+                                 ("b", "best", 1, 0.5), ("b", "concat-kmeans", 1, 0.505))]
+    summary = sweep.summarise(rows)
+    assert summary["best"]["below_concat_kmeans"] == ["a"]  # b: 0.5 points below only
+    assert summary["best"]["below_paper"] == ["a"]  # mean 0.885 against 0.900
+    assert summary["paper"]["below_paper"] == [] and summary["best"]["points"] == 2
+    rows[1]["nmi"] = rows[6]["nmi"] = 0.891  # exactly 0.9 points below: not counted
+    assert sweep.summarise(rows)["best"]["below_paper"] == []
+    assert "| a | 0.900 | 0.891 | 0.950 |" in sweep.format_tables(rows)
