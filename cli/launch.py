@@ -44,7 +44,7 @@ PACKAGES = ("cli", "fastmice", "flows", "pipeline", "storage", "tasks")
 #: Environment variables a warm process reads once, at import: a command whose values differ
 #: goes to another warm process (or runs in place).
 _KEYED_PREFIXES = ("PREFECT_", "FASTMICE_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NUMEXPR_",
-                   "DASK_", "MPL", "LC_", "LANG", "PYTHON", "HOME", "TMP", "PATH")
+                   "DASK_", "MPL", "LC_", "LANG", "PYTHON", "HOME", "TMP", "PATH", "AWS_")
 #: ... except those the command reads when it runs.
 _PER_COMMAND = ("FASTMICE_STORE", "FASTMICE_DEBUG", "FASTMICE_WARM", "FASTMICE_FAULT")
 

@@ -128,7 +128,9 @@ class OneLineErrors(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if exc is not None and (self.every_error or is_connection_error(exc)
                                 or _no_space(exc)):
-            record.msg, record.args = f"{record.getMessage()} ({describe(exc)})", ()
+            text = record.getMessage()
+            record.msg = text if str(exc)[:60] in text else f"{text} ({describe(exc)})"
+            record.args = ()
             record.exc_info, record.exc_text, record.stack_info = None, None, None
         return True
 
@@ -155,7 +157,7 @@ class OneLineTracebacks:
     _LINKS = ("During handling of the above exception", "The above exception was the direct")
 
     def __init__(self, stream: Any) -> None:
-        self._stream, self._partial, self._inside = stream, "", False
+        self._stream, self._partial, self._inside, self._after = stream, "", False, False
 
     def write(self, text: str) -> int:
         lines = (self._partial + text).split("\n")
@@ -165,15 +167,18 @@ class OneLineTracebacks:
         return len(text)
 
     def _line(self, line: str) -> None:
+        after, self._after = self._after, False
         if any(start in line for start in self._STARTS) or line.startswith(self._LINKS):
             self._inside = True
+        elif after and not line.strip():
+            self._after = True  # between two chained errors
         elif self._inside and (not line or line[0] in " \t|+^~"):
             pass
         elif self._inside and line[:2].isdigit() and line[2:3] == ":":  # a log line
             self._inside = False
             self._stream.write(f"    (a traceback left out)\n{line}\n")
         elif self._inside:
-            self._inside = False
+            self._inside, self._after = False, True
             self._stream.write(f"    ({line.strip()}; traceback left out)\n")
         else:
             self._stream.write(line + "\n")
