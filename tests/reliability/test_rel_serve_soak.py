@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CYCLES = int(os.environ.get("FASTMICE_SOAK_CYCLES", "12"))
 BATCHES = max(6, CYCLES // 2)
 PER_BATCH = 40
-TIMEOUT = 240 + 12 * CYCLES
+TIMEOUT = 240 + 25 * CYCLES
 TERMINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
 
 #: Arms FASTMICE_FAULT in the first flow-run process that starts, once the test has created
