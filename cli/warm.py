@@ -55,9 +55,10 @@ OPTIONAL_MODULES = ("s3fs",)
 
 
 def _uses_s3(environ: Mapping[str, str]) -> bool:
-    """Whether commands of this environment may use an S3 store: an ``AWS_*`` variable, an
-    ``s3://`` ``FASTMICE_STORE``, or an AWS configuration in the home folder."""
-    return (any(name.startswith("AWS_") for name in environ)
+    """Whether commands of this environment may use an S3 store: an ``AWS_*`` variable (but
+    ``AWS_CA_BUNDLE``, which machines set for any HTTPS), an ``s3://`` ``FASTMICE_STORE``,
+    or an AWS configuration in the home folder."""
+    return (any(name.startswith("AWS_") and name != "AWS_CA_BUNDLE" for name in environ)
             or environ.get("FASTMICE_STORE", "").startswith("s3://")
             or (Path.home() / ".aws").is_dir())
 
