@@ -1,108 +1,176 @@
-"""``n_clusters="auto"`` on the shared datasets: the k chosen beside the true one, and the NMI.
+"""``n_clusters="auto"`` on a design part and a confirmation part: the k chosen beside the
+true one, the NMI at each, and the seconds against a fit at the true k.
 
-For every dataset of ``../shared/datasets`` (with the metric ``INDEX.md`` gives it) and every
-seed, three numbers of one seed's runs:
+The parts were fixed before the rule was chosen (docs/quality.md, "Choosing k"):
 
-* ``k auto``: the k ``FastMICE("auto")`` chooses (the largest eigengap of its consensus
-  graph), and the NMI of its labels;
-* ``NMI true k``: ``FastMICE(k_true)``'s NMI, the run a user who knows k makes;
-* ``NMI auto ensemble, true k``: the consensus of the auto run's own base clusterings cut
-  into the true k (what the choice of k alone costs).
+* **Shared datasets** (``../shared/datasets``): the 16 names sorted case-insensitively,
+  positions 0, 2, 4, ... are the design part, 1, 3, 5, ... the confirmation part.
+* **Generated sets** with a known k (:func:`generated_set`): latent Gaussian clusters seen
+  through three random projections with noise, ``N = max(400, 15 k)``, balanced sizes or
+  skewed ones (log-uniform over a 10-fold range). Design family: seed 1, 24 latent
+  dimensions, views of 60/40/30 features, within-cluster spread 1.0, k in
+  2/6/15/40/100/400. Confirmation family: seed 2, 20 latent dimensions, views of 80/30/20,
+  spread 0.9, k in 3/8/20/50/150/400.
 
-NMI is max-normalised, as in the paper. Prints a markdown table (one row a dataset, seeds
-joined by ``/``), then the summary lines. Progress goes to stderr.
+For every set: ``FastMICE("auto", mode=MODE, random_state=SEED, n_jobs=1)`` (its k, the NMI
+of its labels, its CPU seconds) and ``FastMICE(k_true, ...)`` (the NMI and CPU seconds of a
+user who knows k). NMI is max-normalised, as in the paper. CPU seconds
+(``time.process_time``, one thread) are steadier than wall seconds on a shared machine.
+Prints one markdown table per part and its summary: k within ``max(1, k // 5)`` of the
+true k, and the mean NMI at the chosen k against the mean NMI at the true k.
 
 Usage, from the repository root::
 
-    python benchmarks/k_auto.py                          # 16 datasets, 3 seeds
-    python benchmarks/k_auto.py --datasets mfeat --seeds 5
+    python benchmarks/k_auto.py --part design
+    python benchmarks/k_auto.py --part confirmation
+    python benchmarks/k_auto.py --sets mfeat,gen:c:20:s      # chosen sets
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.quality import load_index_metrics  # noqa: E402
-from fastmice import FastMICE, consensus_partition  # noqa: E402
+from fastmice import FastMICE  # noqa: E402
 from fastmice.metrics import clustering_scores  # noqa: E402
-from pipeline.ingest import available_datasets, load_dataset  # noqa: E402
+
+SHARED = ("100Leaves", "3Sources", "ALOI-1079", "BDGP", "Citeseer", "CUB", "Hdigit", "mfeat",
+          "MNIST-USPS", "Movies", "MSRCv1", "NGs", "Reuters-1200", "Scene-15", "WebKB",
+          "Wikipedia")
+#: family: (seed, latent dimensions, view widths, within-cluster spread, true ks)
+FAMILIES = {"d": (1, 24, (60, 40, 30), 1.0, (2, 6, 15, 40, 100, 400)),
+            "c": (2, 20, (80, 30, 20), 0.9, (3, 8, 20, 50, 150, 400))}
 
 
-def run_dataset(name: str, metric: str, seeds: list[int], n_jobs: int) -> dict:
-    """The chosen k, its NMI, the NMI at the true k (both ensembles) per seed."""
-    Xs, y = load_dataset(name, DATASETS)
+def parts() -> dict[str, list[str]]:
+    """The design and confirmation sets, by the rule of the module docstring."""
+    ordered = sorted(SHARED, key=str.lower)
+    out = {}
+    for part, family, offset in (("design", "d", 0), ("confirmation", "c", 1)):
+        generated = [f"gen:{family}:{k}:{sizes}" for k in FAMILIES[family][4]
+                     for sizes in ("b", "s")]
+        out[part] = ordered[offset::2] + generated
+    return out
+
+
+def generated_set(k: int, balanced: bool, family: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Views (float64) and labels of generated set ``gen:family:k:(b|s)``."""
+    seed, latent, widths, spread, _ = FAMILIES[family]
+    rng = np.random.default_rng([seed, k, int(balanced)])
+    n = max(400, 15 * k)
+    if balanced:
+        sizes = np.full(k, n // k)
+        sizes[: n - sizes.sum()] += 1
+    else:
+        weights = np.exp(rng.uniform(0, np.log(10.0), k))
+        sizes = np.maximum(3, np.floor(weights / weights.sum() * n).astype(int))
+        sizes[np.argmax(sizes)] += n - sizes.sum()
+    y = np.repeat(np.arange(k), sizes)
+    rng.shuffle(y)
+    centres = rng.standard_normal((k, latent)) * np.sqrt(2.0)
+    z = centres[y] + rng.standard_normal((len(y), latent)) * spread
+    views = []
+    for width, noise in zip(widths, (1.0, 1.3, 1.8), strict=True):
+        projection = rng.standard_normal((latent, width)) / np.sqrt(latent)
+        views.append(z @ projection + noise * spread * rng.standard_normal((len(y), width)))
+    return views, y
+
+
+def load_set(name: str):
+    if name.startswith("gen:"):
+        _, family, k, sizes = name.split(":")
+        return generated_set(int(k), sizes == "b", family)
+    from pipeline.ingest import load_dataset
+
+    return load_dataset(name, DATASETS)
+
+
+def run_set(name: str, mode: str, seed: int) -> dict:
+    """The chosen k, its NMI and CPU seconds, beside the fit at the true k."""
+    Xs, y = load_set(name)
     k_true = len(np.unique(y))
-    row = {"name": name, "metric": metric, "n": len(y), "k": k_true, "runs": []}
-    for seed in seeds:
-        start = time.perf_counter()
-        auto = FastMICE("auto", metric=metric, random_state=seed, n_jobs=n_jobs).fit(Xs)
-        seconds = time.perf_counter() - start
-        given = FastMICE(k_true, metric=metric, random_state=seed, n_jobs=n_jobs).fit(Xs)
-        at_true = consensus_partition(auto.base_labels_, k_true, seed=auto.root_seed_)
-        row["runs"].append({
-            "k": auto.n_clusters_, "top": [k for k, _ in auto.k_candidates_[:3]],
-            "nmi_auto": clustering_scores(y, auto.labels_)["nmi"],
-            "nmi_true": clustering_scores(y, given.labels_)["nmi"],
-            "nmi_auto_ensemble_true_k": clustering_scores(y, at_true.labels_)["nmi"],
-            "seconds": seconds})
-        print(f"{name} seed {seed}: k {auto.n_clusters_} (true {k_true}), "
-              f"{row['runs'][-1]['nmi_auto']:.3f} vs {row['runs'][-1]['nmi_true']:.3f}, "
-              f"{seconds:.1f} s", file=sys.stderr, flush=True)
+    start = time.process_time()
+    auto = FastMICE("auto", mode=mode, random_state=seed, n_jobs=1).fit(Xs)
+    auto_s = time.process_time() - start
+    start = time.process_time()
+    given = FastMICE(k_true, mode=mode, random_state=seed, n_jobs=1).fit(Xs)
+    given_s = time.process_time() - start
+    row = {"name": name, "n": len(y), "k": k_true, "chosen": auto.n_clusters_,
+           "top": [k for k, _ in auto.k_candidates_[:3]],
+           "k_max": max(k for k, _ in auto.k_candidates_),
+           "nmi_auto": clustering_scores(y, auto.labels_)["nmi"],
+           "nmi_true": clustering_scores(y, given.labels_)["nmi"],
+           "auto_s": auto_s, "true_s": given_s}
+    print(f"{name}: k {row['chosen']} (true {k_true}), NMI {row['nmi_auto']:.3f} vs "
+          f"{row['nmi_true']:.3f}, {auto_s:.1f} s vs {given_s:.1f} s", file=sys.stderr,
+          flush=True)
     return row
 
 
-def format_table(rows: list[dict]) -> str:
-    def joined(row: dict, key: str, fmt: str = "{:.3f}") -> str:
-        return "/".join(fmt.format(r[key]) for r in row["runs"])
+def near(chosen: int, k_true: int) -> bool:
+    return abs(chosen - k_true) <= max(1, k_true // 5)
 
-    lines = ["| dataset | metric | N | true k | chosen k | top 3 (seed 0) | NMI auto | "
-             "NMI true k | NMI auto ensemble, true k |",
-             "|---|---|---:|---:|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(
-            f"| {row['name']} | {row['metric']} | {row['n']} | {row['k']} | "
-            f"{joined(row, 'k', '{}')} | {row['runs'][0]['top']} | {joined(row, 'nmi_auto')} | "
-            f"{joined(row, 'nmi_true')} | {joined(row, 'nmi_auto_ensemble_true_k')} |")
+
+def format_table(rows: list[dict]) -> str:
+    lines = ["| set | N | true k | chosen k | top 3 | candidates | NMI at chosen k | "
+             "NMI at true k | CPU s auto / true k |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|"]
+    for r in rows:
+        mark = "" if near(r["chosen"], r["k"]) else " ✗"
+        lines.append(f"| {r['name']} | {r['n']} | {r['k']} | {r['chosen']}{mark} | {r['top']} | "
+                     f"2..{r['k_max']} | {r['nmi_auto']:.3f} | {r['nmi_true']:.3f} | "
+                     f"{r['auto_s']:.1f} / {r['true_s']:.1f} = "
+                     f"{r['auto_s'] / r['true_s']:.2f} |")
     return "\n".join(lines)
 
 
 def summary(rows: list[dict]) -> str:
-    runs = [(row, r) for row in rows for r in row["runs"]]
-    exact = sum(r["k"] == row["k"] for row, r in runs)
-    near = sum(abs(r["k"] - row["k"]) <= max(1, row["k"] // 5) for row, r in runs)
-    mean = {key: np.mean([r[key] for _, r in runs])
-            for key in ("nmi_auto", "nmi_true", "nmi_auto_ensemble_true_k")}
-    return (f"* {len(runs)} runs: k exact in {exact}, within max(1, k/5) in {near}\n"
-            f"* mean NMI: auto {mean['nmi_auto']:.3f}, true k {mean['nmi_true']:.3f}, "
-            f"auto ensemble at the true k {mean['nmi_auto_ensemble_true_k']:.3f}")
+    hits = sum(near(r["chosen"], r["k"]) for r in rows)
+    auto, true = np.mean([r["nmi_auto"] for r in rows]), np.mean([r["nmi_true"] for r in rows])
+    ratios = [r["auto_s"] / r["true_s"] for r in rows]
+    total = sum(r["auto_s"] for r in rows) / sum(r["true_s"] for r in rows)
+    return (f"* k within max(1, k/5): {hits} of {len(rows)} ({hits / len(rows):.0%}); exact in "
+            f"{sum(r['chosen'] == r['k'] for r in rows)}\n"
+            f"* mean NMI at the chosen k {auto:.3f}, at the true k {true:.3f} "
+            f"(ratio {auto / true:.3f})\n"
+            f"* CPU seconds auto / true k: median {np.median(ratios):.2f}, max "
+            f"{max(ratios):.2f}, all sets together {total:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", help="comma-separated names (default: all)")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--part", choices=("design", "confirmation", "both"), default="both")
+    parser.add_argument("--sets", help="comma-separated set names instead of a part")
+    parser.add_argument("--mode", choices=("best", "paper"), default="best")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if not DATASETS.is_dir():
-        print(f"no datasets at {DATASETS}", file=sys.stderr)
-        return 1
-    metrics = load_index_metrics(DATASETS / "INDEX.md")
-    names = args.datasets.split(",") if args.datasets else available_datasets(DATASETS)
-    rows = [run_dataset(name, metrics.get(name.lower(), "euclidean"), list(range(args.seeds)),
-                        args.n_jobs) for name in names]
-    print(format_table(rows))
-    print()
-    print(summary(rows))
+    chosen = parts()
+    if args.sets:
+        chosen = {"chosen sets": args.sets.split(",")}
+    elif args.part != "both":
+        chosen = {args.part: chosen[args.part]}
+    for part, names in chosen.items():
+        if any(not n.startswith("gen:") for n in names) and not DATASETS.is_dir():
+            print(f"no datasets at {DATASETS}", file=sys.stderr)
+            return 1
+        rows = [run_set(name, args.mode, args.seed) for name in names]
+        print(f"### {part} (mode {args.mode}, seed {args.seed})\n")
+        print(format_table(rows))
+        print()
+        print(summary(rows))
+        print()
     return 0
 
 

@@ -2,19 +2,26 @@
 
 The rule, in two steps, both linear in the number of samples N:
 
-1. **The ensemble.** Without a k to draw the base clusterings' k around, they draw it around
-   the *reference k* ``k0 = clip(round(sqrt(N) / 2), 2, 50)`` (in ``[base_clusters[0] * k0,
-   base_clusters[1] * k0]``, ``[k0, 2 k0]`` by default): finer partitions than most data's
-   classes, which the consensus merges.
-2. **The choice.** The consensus graph (samples x base clusters) gives the normalised
-   cluster-side graph ``S = Dy^-1/2 B^T Dx^-1 B Dy^-1/2`` (the matrix transfer cut takes its
-   eigenvectors from; clusters x clusters, never samples x samples). Its eigenvalues
-   ``1 = l_1 >= l_2 >= ...`` have a gap after the k-th when the samples form k groups the
-   base clusterings agree on. Every k in ``[2, 2 k0]`` is a candidate with its gap
-   ``l_k - l_(k+1)``, scored ``gap * ln(k)``; the chosen k has the largest score. (The
-   leading eigenvalues of a noisy graph fall fastest at small k, whatever its groups: the
-   plain largest gap chose 2 or 3 on most of the noisy benchmarks, the weighted one is
-   nearer the classes; ``benchmarks/k_auto.py``, docs/pipeline.md.)
+1. **An ensemble that spans the candidates.** Without a k to draw the base clusterings' k
+   around, base clustering ``g`` takes ``k_g = round(2 (K / 2) ** q_g)``: log-uniform over
+   ``[2, K]``, ``K = clip(ceil(N / 5), 15, AUTO_BASE_CAP)`` (at most ``N - 1``), with
+   ``q_g = frac(u + g * 0.618...)`` (the golden-ratio sequence from one draw ``u`` of the
+   root seed): the members are evenly spread over the scales whatever their number, and
+   group ``g`` still depends on ``(seed, g)`` alone. As many coarse members as fine ones,
+   and the fine ones (costly) are few.
+2. **The choice: the eigengap at each scale, among the members fine enough to see it.**
+   A candidate k is read off the consensus graph of the base clusterings with ``k_g >= k``
+   only (coarser ones merge what k groups would keep apart and blur the gap): its
+   normalised cluster-side graph ``S = Dy^-1/2 B^T Dx^-1 B Dy^-1/2`` (clusters x clusters,
+   never samples x samples) has eigenvalues ``1 = l_1 >= l_2 >= ...`` with a gap after the
+   k-th when the samples form k groups those base clusterings agree on. The score of k is
+   ``(l_k - l_(k+1)) * ln(k) ** 1.5``; the chosen k has the largest. Candidates run from 2
+   to the k of the finest base clustering, at most N - 1 (the golden-ratio spread puts it
+   at ``2 (K / 2) ** 0.91`` or above with 20 groups: N / 10 or more up to N = 2,000, 250
+   to 400 above); those above the second-finest one's k are read off the two finest.
+
+Chosen on a design part of the shared datasets and generated sets, and checked on a
+confirmation part fixed before (``benchmarks/k_auto.py``, docs/quality.md "Choosing k").
 
 With more than :data:`AUTO_SAMPLE` samples, ``S`` is estimated on a uniform sample of them.
 """
@@ -27,24 +34,67 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+import scipy.sparse.linalg
 
-from fastmice._specs import CONSENSUS_STREAM, group_rng
+__all__ = ["AUTO_BASE_CAP", "AUTO_SAMPLE", "KChoice", "auto_base_clusters",
+           "auto_base_k_top", "auto_reference_k", "choose_n_clusters"]
 
-__all__ = ["AUTO_K_BOUNDS", "AUTO_SAMPLE", "KChoice", "auto_reference_k", "choose_n_clusters"]
-
-#: Bounds of the reference k (the base clusterings' k is drawn in [k0, 2 k0]).
-AUTO_K_BOUNDS = (2, 50)
-#: Samples the cluster-side graph is estimated on, at most.
+#: The largest k a base clustering of an auto ensemble draws (the cost grows with it).
+AUTO_BASE_CAP = 400
+#: Samples the cluster-side graphs are estimated on, at most.
 AUTO_SAMPLE = 100_000
-#: The sub-stream of the consensus stream the sample is drawn from.
-_AUTO_STREAM = 1
+#: Weight of the gap: ``ln(k) ** GAP_POWER`` (the leading eigenvalues of a noisy graph fall
+#: fastest at small k, whatever its groups).
+GAP_POWER = 1.5
+#: Streams under the root seed (``fastmice._specs.group_rng``, which imports this module):
+#: the sample's, a sub-stream of the consensus stream (1), and the spread's offset ``u``.
+_SAMPLE_STREAM = (1, 1)
+_SPREAD_STREAM = (2,)
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def _stream(seed: int, stream: tuple[int, ...]) -> np.random.Generator:
+    """``fastmice._specs.group_rng(seed, *stream)``."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=stream))
+
+
+def auto_base_k_top(n_samples: int) -> int:
+    """``K = clip(ceil(N / 5), 15, AUTO_BASE_CAP)``, at most ``N - 1`` (and at least 2): the
+    largest k a base clustering of an auto ensemble draws."""
+    top = min(AUTO_BASE_CAP, max(15, math.ceil(n_samples / 5)), n_samples - 1)
+    return max(2, top)
 
 
 def auto_reference_k(n_samples: int) -> int:
-    """``clip(round(sqrt(n_samples) / 2), 2, 50)``: the k the base clusterings' k is drawn
-    around when ``n_clusters="auto"``."""
-    low, high = AUTO_K_BOUNDS
-    return int(min(high, max(low, round(math.sqrt(n_samples) / 2))))
+    """``ceil(K / 2)``: the k the parameters and the memory estimate take for ``"auto"``
+    (base clusterings of ``base_clusters = (1, 2)`` times it reach ``K``)."""
+    return max(2, math.ceil(auto_base_k_top(n_samples) / 2))
+
+
+def auto_base_clusters(seed: int, group_index: int, n_samples: int,
+                       n_anchors: int | None = None) -> int:
+    """The number of clusters of base clustering ``group_index`` of an auto ensemble.
+
+    Parameters
+    ----------
+    seed : int
+        Root seed of the ensemble.
+    group_index : int
+    n_samples : int
+    n_anchors : int, optional
+        Anchors of the ensemble's groups (``n_anchors``): K is at most that.
+
+    Returns
+    -------
+    k : int
+        ``round(2 (K / 2) ** q)``, ``q = frac(u + group_index * 0.618...)``, in ``[2, K]``.
+    """
+    top = auto_base_k_top(n_samples)
+    if n_anchors is not None:
+        top = max(2, min(top, n_anchors))
+    offset = float(_stream(seed, _SPREAD_STREAM).random())
+    q = (offset + group_index * _GOLDEN) % 1.0
+    return int(min(top, max(2, round(2.0 * (top / 2.0) ** q))))
 
 
 @dataclass(frozen=True)
@@ -57,31 +107,34 @@ class KChoice:
         The chosen k (the largest score).
     candidates : ndarray of shape (n_candidates,)
         Every k considered, ascending: ``2 .. k_max``.
-    gaps : ndarray of shape (n_candidates,)
-        The eigengap ``l_k - l_(k+1)`` of each candidate; its score is ``gap * ln(k)``.
+    scores : ndarray of shape (n_candidates,)
+        The score of each candidate: ``(l_k - l_(k+1)) * ln(k) ** 1.5`` of the consensus
+        graph of the base clusterings with at least k clusters (consensus artifacts keep
+        them as ``k_gaps``).
     """
 
     n_clusters: int
     candidates: np.ndarray
-    gaps: np.ndarray
+    scores: np.ndarray
 
     @property
-    def scores(self) -> np.ndarray:
-        """``gaps * ln(candidates)``: what the choice maximises."""
-        return self.gaps * np.log(self.candidates)
+    def gaps(self) -> np.ndarray:
+        """The scores, under the name the consensus artifact stores them (``k_gaps``)."""
+        return self.scores
 
     def ranked(self, top: int | None = None) -> list[tuple[int, float]]:
-        """``[(k, gap), ...]``, largest score first (``top`` of them)."""
-        order = np.argsort(-self.scores, kind="stable")[:top]
-        return [(int(self.candidates[i]), round(float(self.gaps[i]), 4)) for i in order]
+        """``[(k, score), ...]``, largest score first (``top`` of them)."""
+        order = np.argsort(-np.asarray(self.scores), kind="stable")[:top]
+        return [(int(self.candidates[i]), round(float(self.scores[i]), 4)) for i in order]
 
 
-def _cluster_graph(base_labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Dense ``S`` (clusters x clusters) of the base clusterings, on at most AUTO_SAMPLE rows."""
+def _cluster_graph(base_labels: np.ndarray, rng: np.random.Generator
+                   ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``B^T Dx^-1 B`` (sparse, used clusters x used clusters) of the base clusterings on at
+    most AUTO_SAMPLE rows, and the member of each of its clusters."""
     n_samples = base_labels.shape[0]
     if n_samples > AUTO_SAMPLE:
         base_labels = base_labels[np.sort(rng.choice(n_samples, AUTO_SAMPLE, replace=False))]
-        n_samples = AUTO_SAMPLE
     n_base = np.maximum(base_labels.max(axis=0) + 1, 1)
     offsets = np.concatenate([[0], np.cumsum(n_base)[:-1]])
     known = base_labels >= 0  # the best mode's -1: the base clustering knows nothing of it
@@ -93,42 +146,64 @@ def _cluster_graph(base_labels: np.ndarray, rng: np.random.Generator) -> np.ndar
                        np.concatenate([[0], np.cumsum(counts)])),
                       shape=(base_labels.shape[0], int(n_base.sum())))
     used = np.flatnonzero(np.bincount(columns, minlength=B.shape[1]))
+    member = np.repeat(np.arange(n_base.size), n_base)[used]
     B = B[:, used]
-    W = (B.T @ sp.diags(1.0 / counts) @ B).toarray()  # B^T Dx^-1 B
-    dy = W.sum(axis=1)
-    scale = 1.0 / np.sqrt(dy)
-    return W * scale[:, None] * scale[None, :]
+    return sp.csr_matrix(B.T @ sp.diags(1.0 / counts) @ B), member
 
 
-def choose_n_clusters(base_labels: np.ndarray, n_samples_reference: int | None = None, *,
-                      seed: int) -> KChoice:
-    """Choose k from base clusterings by the eigengap of their consensus graph (weighted by
-    ln k; see the module docstring).
+def _leading_eigenvalues(W: sp.csr_matrix, count: int) -> np.ndarray:
+    """The ``count`` largest eigenvalues of ``Dy^-1/2 W Dy^-1/2``, largest first (zeros
+    past the size)."""
+    scale = 1.0 / np.sqrt(np.asarray(W.sum(axis=1)).ravel())
+    S = sp.csr_matrix(sp.diags(scale) @ W @ sp.diags(scale))
+    size = S.shape[0]
+    top = min(count, size)
+    if size > 600 and top <= size // 8:  # few of many: Lanczos on the sparse graph
+        values = scipy.sparse.linalg.eigsh(S, k=top, which="LA", v0=np.ones(size),
+                                           return_eigenvectors=False)
+        values = np.sort(values)[::-1]
+    else:
+        # every eigenvalue: the subset driver (evr) fails on the exact multiplicities of
+        # few members' graphs
+        values = scipy.linalg.eigvalsh(S.toarray(), driver="evd")[::-1][:top]
+    return np.concatenate([values, np.zeros(count - top)])
+
+
+def choose_n_clusters(base_labels: np.ndarray, *, seed: int) -> KChoice:
+    """Choose k from base clusterings: the largest eigengap at each scale, weighted by
+    ``ln(k) ** 1.5`` (see the module docstring).
 
     Parameters
     ----------
     base_labels : ndarray of shape (n_samples, n_members)
-        Base clustering ``j`` in column ``j``, labels ``0..k_j-1``.
-    n_samples_reference : int, optional
-        The N the reference k is computed from (default: ``n_samples``); the candidates are
-        ``2 .. 2 k0``, at most the number of base clusters less one.
+        Base clustering ``j`` in column ``j``, labels ``0..k_j-1`` (-1: unknown, best mode).
     seed : int
         Root seed of the ensemble (a large N is sampled from its own stream).
 
     Returns
     -------
     choice : KChoice
+        Candidates ``2 .. k_max``, ``k_max`` the k of the finest base clustering, at most
+        ``n_samples - 1`` (candidates above the second-finest one's k are read off the two
+        finest).
     """
     base_labels = np.asarray(base_labels, dtype=np.int64)
-    n_samples = base_labels.shape[0]
-    k0 = auto_reference_k(n_samples if n_samples_reference is None else n_samples_reference)
-    S = _cluster_graph(base_labels, group_rng(seed, CONSENSUS_STREAM, _AUTO_STREAM))
-    k_max = max(2, min(2 * k0, S.shape[0] - 1, n_samples - 1))
-    size = S.shape[0]
-    top = min(size, k_max + 1)
-    values = scipy.linalg.eigh(S, eigvals_only=True, subset_by_index=[size - top, size - 1],
-                               driver="evr")[::-1]
-    values = np.concatenate([values, np.zeros(k_max + 1 - values.size)])
+    n_samples, n_members = base_labels.shape
+    W, member = _cluster_graph(base_labels, _stream(seed, _SAMPLE_STREAM))
+    member_k = np.bincount(member, minlength=n_members)  # used clusters of each member
+    finest = np.sort(member_k)[::-1]
+    second = int(finest[min(1, n_members - 1)])
+    k_max = max(2, min(int(finest[0]), n_samples - 1, W.shape[0] - 1))
     candidates = np.arange(2, k_max + 1)
-    gaps = values[candidates - 1] - values[candidates]
-    return KChoice(int(candidates[np.argmax(gaps * np.log(candidates))]), candidates, gaps)
+    scores = np.zeros(candidates.size)
+    lowest = 1
+    for level in np.unique(np.minimum(member_k, k_max)):
+        # candidates (lowest, level]: the members of level clusters or more (two at least)
+        ks = candidates[(candidates > lowest) & (candidates <= level)]
+        lowest = level
+        if ks.size == 0:
+            continue
+        keep = np.flatnonzero(member_k[member] >= min(level, second))
+        values = _leading_eigenvalues(sp.csr_matrix(W[keep][:, keep]), int(ks[-1]) + 1)
+        scores[ks - 2] = (values[ks - 1] - values[ks]) * np.log(ks) ** GAP_POWER
+    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from fastmice._params import EnsembleParams
+from fastmice._auto_k import auto_base_clusters
+from fastmice._params import AUTO, EnsembleParams
 
 __all__ = ["ViewGroupSpec", "draw_view_groups", "group_rng", "longest_first"]
 
@@ -147,8 +148,8 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     params : EnsembleParams
         Its ``n_clusters`` (base clusterings draw their k in ``[base_clusters[0] * k,
         base_clusters[1] * k]``, in the best mode up to ``sqrt(N)`` if more:
-        :func:`fastmice._best.base_k_range`; with ``"auto"``, k is
-        ``params.reference_k(n_samples)``),
+        :func:`fastmice._best.base_k_range`; with ``"auto"``, spread over
+        ``[2, K]`` by :func:`fastmice._auto_k.auto_base_clusters`),
         ``n_anchors`` (p per group, split evenly over its views), ``n_neighbors`` (K per
         sample and group, split over its views), ``feature_ratio`` (range of the
         per-(group, view) feature-sampling ratio), ``base_clusters`` and ``metric`` (one for
@@ -169,13 +170,17 @@ def draw_view_groups(n_features: Sequence[int], n_samples: int, params: Ensemble
     if "auto" in metrics:
         raise ValueError("metric 'auto' must be resolved against the data first "
                          "(fastmice._metric_rule.resolve_metrics).")
-    return [
+    specs = [
         _draw_one_group(seed, g, n_features, n_samples, params.reference_k(n_samples),
                         params.n_anchors, params.n_neighbors, params.feature_ratio,
                         params.base_clusters, metrics,
                         best and sees_all_views(g, metrics), best)
         for g in range(start, start + count)
     ]
+    if params.n_clusters == AUTO:  # k spread over the candidates (fastmice._auto_k)
+        specs = [replace(s, n_base_clusters=auto_base_clusters(
+            seed, s.group_index, n_samples, params.n_anchors)) for s in specs]
+    return specs
 
 
 def sees_all_views(group_index: int, metrics: Sequence[str]) -> bool:

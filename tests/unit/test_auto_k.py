@@ -1,12 +1,21 @@
-"""``n_clusters="auto"``: k chosen by the eigengap of the consensus graph."""
+"""``n_clusters="auto"``: an ensemble spread over the candidate ks, and k chosen by the
+eigengap of the consensus graph of the base clusterings fine enough for it."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from fastmice import ConsensusPartition, EnsembleParams, FastMICE, consensus_partition
-from fastmice._auto_k import AUTO_K_BOUNDS, auto_reference_k, choose_n_clusters
+from fastmice._auto_k import (
+    AUTO_BASE_CAP,
+    auto_base_clusters,
+    auto_base_k_top,
+    auto_reference_k,
+    choose_n_clusters,
+)
+from fastmice._specs import draw_view_groups
 from fastmice.datasets import make_multiview_blobs
 from fastmice.metrics import clustering_scores
 
@@ -15,7 +24,7 @@ def test_the_parameter_accepts_auto_and_keeps_it_in_its_dict():
     params = EnsembleParams("auto", random_state=0).for_data(500, 2)
     assert params.n_clusters == "auto" and params.to_dict()["n_clusters"] == "auto"
     assert EnsembleParams.from_dict(params.to_dict()) == params
-    assert params.reference_k(500) == auto_reference_k(500) == 11
+    assert params.reference_k(500) == auto_reference_k(500) == 50  # K = 100
     assert EnsembleParams(7).reference_k(500) == 7
     with pytest.raises(ValueError, match="must be an int >= 2 or 'auto'"):
         EnsembleParams("many")
@@ -23,10 +32,43 @@ def test_the_parameter_accepts_auto_and_keeps_it_in_its_dict():
         EnsembleParams("auto").for_data(2, 1)
 
 
-def test_the_reference_k_grows_as_sqrt_n_within_bounds():
-    assert auto_reference_k(10) == AUTO_K_BOUNDS[0]
-    assert auto_reference_k(2_000) == 22
-    assert auto_reference_k(10**7) == AUTO_K_BOUNDS[1]
+def test_the_base_ks_spread_over_2_to_k_evenly_in_log():
+    assert [auto_base_k_top(n) for n in (3, 10, 50, 500, 2_000, 10**7)] == \
+        [2, 9, 15, 100, 400, AUTO_BASE_CAP]
+    for seed in range(10):
+        ks = np.array([auto_base_clusters(seed, g, 1_000) for g in range(20)])
+        assert ks.min() >= 2 and ks.max() <= 200
+        quantiles = np.sort(np.log(ks / 2) / np.log(100))
+        assert np.diff(np.concatenate([[0], quantiles, [1]])).max() < 0.13  # no scale left out
+        assert ks.max() >= 1_000 / 10  # the candidates (up to the finest) reach N / 10
+        # group g depends on (seed, g) only: an ensemble extended keeps its groups
+        assert [auto_base_clusters(seed, g, 1_000) for g in range(5)] == list(ks[:5])
+    assert max(auto_base_clusters(0, g, 1_000, n_anchors=40) for g in range(20)) <= 40
+
+
+def test_auto_changes_the_base_ks_alone():
+    """An auto ensemble's groups are those of a given k but for their number of clusters:
+    the draws of a given k (and so its labels) are the same as before."""
+    auto = draw_view_groups([20, 30], 1_000, EnsembleParams("auto"), seed=3)
+    given = draw_view_groups([20, 30], 1_000, EnsembleParams(auto_reference_k(1_000)), seed=3)
+    assert [replace(s, n_base_clusters=0) for s in auto] == \
+        [replace(s, n_base_clusters=0) for s in given]
+    assert len({s.n_base_clusters for s in auto}) > 10
+
+
+def test_a_candidate_is_scored_on_the_base_clusterings_fine_enough_for_it():
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(12), 40)
+    fine = [truth * 3 + rng.integers(0, 3, truth.size) for _ in range(4)]
+    base = np.column_stack(fine)
+    coarse = rng.permutation(12)[truth] % 3  # 3 clusters, merging the 12 its own way
+    alone = choose_n_clusters(base, seed=0)
+    more = choose_n_clusters(np.column_stack([base, coarse]), seed=0)
+    assert alone.n_clusters == more.n_clusters == 12
+    assert list(alone.candidates) == list(more.candidates) == list(range(2, 37))
+    # k > 3: the coarse member is left out of the graph the gap is read from
+    np.testing.assert_allclose(alone.scores[2:], more.scores[2:], atol=1e-9)
+    assert not np.allclose(alone.scores[:2], more.scores[:2])
 
 
 @pytest.mark.parametrize("k", [3, 5, 8])
@@ -35,8 +77,8 @@ def test_blobs_get_their_number_of_clusters(k):
     model = FastMICE("auto", n_groups=10, n_anchors=100, random_state=0).fit(Xs)
     assert model.n_clusters_ == k
     assert model.k_candidates_[0][0] == k
-    scores = [gap * np.log(c) for c, gap in model.k_candidates_]  # ranked by gap * ln k
-    assert all(a >= b - 1e-3 for a, b in itertools.pairwise(scores))  # gaps shown rounded
+    scores = [score for _, score in model.k_candidates_]  # best first
+    assert all(a >= b for a, b in itertools.pairwise(scores))
     assert clustering_scores(y, model.labels_)["nmi"] > 0.95
     assert np.unique(model.labels_).size == k
     np.testing.assert_array_equal(model.predict(Xs[:1] + Xs[1:]), model.predict(Xs))
@@ -67,7 +109,7 @@ def test_the_choice_is_linear_in_n_samples():
     base = np.column_stack([truth * 2 + rng.integers(0, 2, truth.size) for _ in range(5)])
     choice = choose_n_clusters(base, seed=0)
     assert choice.n_clusters == 6
-    assert choice.candidates[-1] == min(2 * AUTO_K_BOUNDS[1], 5 * 12 - 1)  # k0 = 50
+    assert choice.candidates[-1] == 12  # up to the finest base clustering
 
 
 def test_the_pipeline_and_the_command_line_read_auto():
