@@ -24,6 +24,7 @@ from fastmice._gram import (
     gram_pays,
 )
 from fastmice._kmeans import _centers, litekmeans
+from fastmice._parallel import map_threads, team_size
 from fastmice._rows import MatrixRows, row_sq_norms
 
 __all__ = ["AnchorIndex", "draw_candidates", "fit_anchor_index", "search_nearest_anchors"]
@@ -252,18 +253,23 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
     bounds = np.searchsorted(nearest_rep[order], np.arange(len(index.rep_centers) + 1))
     indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
     distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
-    for rep in np.flatnonzero(np.diff(bounds)):
+
+    def search_rep(rep: int) -> None:
         rows = order[bounds[rep]:bounds[rep + 1]]
         # One rep-cluster's rows at a time: a gather that stays in cache, where sorting the
         # whole block first cost as much as the products it saved.
         if sp.issparse(X) or work is None:
             X_rep = X[rows]
-        else:
-            X_rep = np.take(X, rows, axis=0, out=work[:len(rows)], mode="clip")
+        else:  # each rep-cluster its own part of the buffer: they may run side by side
+            X_rep = np.take(X, rows, axis=0, out=work[bounds[rep]:bounds[rep + 1]],
+                            mode="clip")
         within, found, found_dist = _search_rep(
             X_rep, None if x_sq is None else x_sq[rows], index, rep, n_neighbors, many_blocks)
         positions = rows[within]
         indices[positions], distances[positions] = found, found_dist
+
+    # In a team's threads (fastmice._parallel): a row's search never depends on another's.
+    map_threads(search_rep, np.flatnonzero(np.diff(bounds)), team_size())
     return indices, distances
 
 

@@ -54,7 +54,7 @@ def _sample_sizes(n_clusters: int, sample: int | None, kmeans_sample: int,
 
 def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
                   init: BipartitePartition | None = None, *,
-                  mode: str = "paper") -> BipartitePartition:
+                  mode: str = "paper", n_jobs: int = 1) -> BipartitePartition:
     """The base clustering of one view group: Tcut of its graph into ``spec.n_base_clusters``.
 
     Parameters
@@ -69,6 +69,9 @@ def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
     mode : {"paper", "best"}, default="paper"
         In the best mode a sample that the graph does not inform (a row of machine-epsilon
         weights) gets base label -1 (:func:`fastmice._best.informed_labels`).
+    n_jobs : int, default=1
+        Threads over row blocks (in a team, ``fastmice._parallel``: the team's threads
+        that have no group of their own); the result does not depend on it.
 
     Returns
     -------
@@ -88,7 +91,7 @@ def cluster_group(B: sp.spmatrix, spec: ViewGroupSpec,
             B, k, max_iter=BASE_MAX_ITER, n_init=BASE_N_INIT,
             rng=group_rng(spec.seed, PARTITION_STREAM), sample_size=sample,
             kmeans_sample_size=kmeans_sample, full_rounds=BASE_FULL_ROUNDS, init=init,
-            eigen_dtype=BASE_EIGEN_DTYPE)
+            eigen_dtype=BASE_EIGEN_DTYPE, n_jobs=n_jobs)
     if mode == "best":
         partition.labels_ = informed_labels(B, partition.labels_)
     return partition

@@ -24,6 +24,8 @@ out by asking it only of connected graphs, and ``eigh`` takes over when it does 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -44,6 +46,8 @@ _MIN_OVERSAMPLE = 16
 _ROUNDS = 6
 #: Rows of A per block of the subspace iteration's products.
 _PRODUCT_ROWS = 16384
+#: Pieces (blocks of rows times parts of the columns) of each of its products, at least.
+_MIN_PIECES = 32
 
 
 #: Lanczos instead of the dense solver from this side on, for at most side / this many
@@ -223,12 +227,25 @@ def _subspace_top(A: sp.csr_matrix, k: int, rng: np.random.Generator,
     # scattering into them, 15-25 % faster; every entry is the same sum in the same order.
     pairs = map_threads(lambda A_b: (A_b, A_b.T.tocsr()), blocks, n_jobs)
 
+    # Each block's product is also split by the columns of X (a column of A_b^T (A_b X) is
+    # that of X's column alone, every entry computed as in the whole product), so that
+    # there are enough pieces for the threads, however few the blocks.
+    n_parts = min(width, -(-_MIN_PIECES // len(pairs)))
+    bounds = np.linspace(0, width, n_parts + 1).astype(int)
+    pieces = [(b, slice(lo, hi)) for b in range(len(pairs)) for lo, hi in pairwise(bounds)]
+
     def gram_times(X: np.ndarray) -> np.ndarray:
         X32 = X.astype(np.float32)
+
+        def piece(item: tuple[int, slice]) -> np.ndarray:
+            A_b, A_b_t = pairs[item[0]]
+            return A_b_t @ np.asarray(A_b @ np.ascontiguousarray(X32[:, item[1]]))
+
         # Each block's A_b^T (A_b X), in threads (scipy releases the GIL), summed in block
         # order: the same result for any number of threads.
-        parts = map_threads(lambda pair: pair[1] @ np.asarray(pair[0] @ X32), pairs, n_jobs)
-        return np.asarray(sum(parts[1:], parts[0]), dtype=np.float64)
+        parts = map_threads(piece, pieces, n_jobs)
+        per_block = [np.hstack(parts[b * n_parts:(b + 1) * n_parts]) for b in range(len(pairs))]
+        return np.asarray(sum(per_block[1:], per_block[0]), dtype=np.float64)
 
     # LU between rounds keeps the basis well conditioned at a fifth of the cost of QR (as
     # scikit-learn's randomized_range_finder does); one QR at the end.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -13,6 +13,7 @@ from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import cluster_group, consensus_partition
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._metric_rule import resolve_metrics
+from fastmice._parallel import map_threads, team, team_size
 from fastmice._params import DEFAULTS, EnsembleParams
 from fastmice._specs import ViewGroupSpec, draw_view_groups, longest_first
 from fastmice._tcut import BipartitePartition
@@ -24,7 +25,7 @@ __all__ = ["FastMICE", "fast_mice"]
 def _fit_group(Xs, spec: ViewGroupSpec, empty, mode: str
                ) -> tuple[GroupAnchors, BipartitePartition]:
     B, anchors = build_group_graph(Xs, spec, empty)
-    return anchors, cluster_group(B, spec, mode=mode)
+    return anchors, cluster_group(B, spec, mode=mode, n_jobs=team_size())
 
 
 def predict_group_labels(Xs, spec, anchors, partition, empty, mode: str) -> np.ndarray:
@@ -49,13 +50,13 @@ def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples:
 
     Every step runs on one BLAS thread (``fastmice._blas``), so the threads are where the
     cores go, and the labels do not depend on ``n_jobs``. In threads the groups start
-    longest first (:func:`longest_first`).
+    longest first (:func:`longest_first`), in the calling thread's team
+    (``fastmice._parallel``): a thread with no group left helps the groups still running.
     """
     if effective_n_jobs(n_jobs) == 1 or n_samples < THREADS_MIN_SAMPLES:
         return [function(*args) for args in arguments]
     order = longest_first(specs)
-    results = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(function)(*arguments[i]) for i in order)
+    results = map_threads(lambda i: function(*arguments[i]), order, effective_n_jobs(n_jobs))
     in_group_order = [None] * len(arguments)
     for i, result in zip(order, results, strict=True):
         in_group_order[i] = result
@@ -186,15 +187,20 @@ default=None
         seed = params.root_seed
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
         empty = missing_rows(Xs, params.mode)
-        fitted = _run_groups(self.n_jobs, _fit_group,
-                             [(Xs, spec, empty, params.mode) for spec in specs], n_samples, specs)
+        threads = 1 if n_samples < THREADS_MIN_SAMPLES else effective_n_jobs(self.n_jobs)
+        with team(threads):  # every stage below shares these threads
+            fitted = _run_groups(self.n_jobs, _fit_group,
+                                 [(Xs, spec, empty, params.mode) for spec in specs], n_samples,
+                                 specs)
+            base_labels = np.column_stack([partition.labels_ for _, partition in fitted])
+            consensus = consensus_partition(base_labels, params.n_clusters, seed=seed,
+                                            n_jobs=effective_n_jobs(self.n_jobs),
+                                            mode=params.mode)
         self.view_groups_ = specs
         self.group_anchors_ = [anchors for anchors, _ in fitted]
         self.base_partitions_ = [partition for _, partition in fitted]
-        self.base_labels_ = np.column_stack([p.labels_ for p in self.base_partitions_])
-        self.consensus_ = consensus_partition(self.base_labels_, params.n_clusters, seed=seed,
-                                              n_jobs=effective_n_jobs(self.n_jobs),
-                                              mode=params.mode)
+        self.base_labels_ = base_labels
+        self.consensus_ = consensus
         self.labels_ = self.consensus_.labels_
         self.n_clusters_ = self.consensus_.n_clusters
         choice = self.consensus_.k_choice

@@ -15,6 +15,7 @@ from fastmice._anchors import (
     search_nearest_anchors,
 )
 from fastmice._blas import on_one_blas_thread
+from fastmice._parallel import map_threads, team_size
 from fastmice._specs import GRAPH_STREAM, ViewGroupSpec, group_rng
 from fastmice._stages import stage
 
@@ -118,13 +119,17 @@ def _restrict(X, columns: np.ndarray, rows: slice | np.ndarray,
     if out is None:
         out = np.empty((stop - start, len(columns)), dtype=GRAPH_DTYPE)
     out = out[:stop - start]
-    for first in range(start, stop, _GATHER_ROWS):
+
+    def gather(first: int) -> None:
         last = min(first + _GATHER_ROWS, stop)
         target = out[first - start:last - start]
         if hasattr(X, "take_columns"):  # a view on disk (a row reader) gathers them itself
             X.take_columns(first, last, columns, target)
         else:
             take_columns(np.asarray(X[first:last]), columns, target)
+
+    # In a team's threads (fastmice._parallel), each piece into its own rows of ``out``.
+    map_threads(gather, range(start, stop, _GATHER_ROWS), team_size())
     return out
 
 

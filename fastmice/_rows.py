@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._parallel import by_column_parts, map_blocks
+from fastmice._parallel import BLOCK_ROWS, by_column_parts, map_blocks
 
 __all__ = ["MatrixRows", "Rows", "TransferRows", "row_sq_norms"]
 
@@ -28,6 +28,8 @@ _DENSE_GAIN = 50
 #: Dense rows of at most this many entries are summed per cluster with ``np.add.at`` (the
 #: same additions in the same order as the indicator product; 169 x 13: 54 us against 132).
 _ADD_AT_MAX = 8192
+#: Clusters per block of TransferRows' centre sums in threads.
+_CLUSTER_BLOCK = 16
 
 
 def row_sq_norms(X) -> np.ndarray:
@@ -46,11 +48,16 @@ class MatrixRows:
     cosine : bool
         Assign by the largest dot product (centres are unit-normalised) instead of the
         smallest squared Euclidean distance.
+    n_jobs : int, default=1
+        Threads over row blocks of an assignment (dense rows; the result does not depend
+        on it: the blocks do not, and each row's products are the same in a block as in
+        one product, checked in ``tests/unit/test_threads.py``).
     """
 
-    def __init__(self, X, cosine: bool) -> None:
+    def __init__(self, X, cosine: bool, n_jobs: int = 1) -> None:
         self.X = X
         self.cosine = cosine
+        self.n_jobs = n_jobs
 
     @cached_property
     def sq_norms(self) -> np.ndarray | None:
@@ -67,18 +74,33 @@ class MatrixRows:
         return sub.toarray() if sp.issparse(sub) else np.array(sub)
 
     def subset(self, rows: np.ndarray) -> MatrixRows:
-        return MatrixRows(self.X[rows], self.cosine)
+        return MatrixRows(self.X[rows], self.cosine, self.n_jobs)
 
-    def assign(self, centers: np.ndarray, n_jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Nearest centre per row, and litekmeans' val (|c|^2 - 2x.c, or x.c for cosine)."""
-        products = np.asarray(self.X @ centers.T)
-        if self.cosine:  # the largest dot product
-            labels = np.argmax(products, axis=1)
-        else:
-            products *= -2
-            products += np.einsum("ij,ij->i", centers, centers)[None, :]
-            labels = np.argmin(products, axis=1)
-        return labels, products[np.arange(products.shape[0]), labels]
+    def assign(self, centers: np.ndarray, n_jobs: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest centre per row, and litekmeans' val (|c|^2 - 2x.c, or x.c for cosine).
+
+        Dense rows are assigned in blocks of ``BLOCK_ROWS`` (in ``n_jobs`` threads,
+        default the rows' own ``n_jobs``), sparse ones in one product.
+        """
+        n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        center_sq = None if self.cosine else np.einsum("ij,ij->i", centers, centers)
+        C_t = centers.T
+
+        def block(rows: slice) -> tuple[np.ndarray, np.ndarray]:
+            products = np.asarray(self.X[rows] @ C_t)
+            if self.cosine:  # the largest dot product
+                labels = np.argmax(products, axis=1)
+            else:
+                products *= -2
+                products += center_sq[None, :]
+                labels = np.argmin(products, axis=1)
+            return labels, products[np.arange(products.shape[0]), labels]
+
+        if sp.issparse(self.X) or self.n_rows <= BLOCK_ROWS:
+            return block(slice(None))
+        parts = map_blocks(block, self.n_rows, n_jobs)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         """Sum of the rows of each cluster, shape (n_clusters, n_features).
@@ -175,17 +197,25 @@ class TransferRows:
         return np.sqrt(np.maximum(squares, 0)) + 1e-10
 
     def take(self, rows: np.ndarray) -> np.ndarray:
-        E = np.asarray(self.R[rows] @ self.U)
-        norms = self._norms[rows] if self._norms is not None else np.sqrt(
-            np.einsum("ij,ij->i", E, E)) + 1e-10
-        return E / norms[:, None]
+        def block(part: slice) -> np.ndarray:  # each row's product as in one product
+            chosen = rows[part]
+            E = np.asarray(self.R[chosen] @ self.U)
+            norms = self._norms[chosen] if self._norms is not None else np.sqrt(
+                np.einsum("ij,ij->i", E, E)) + 1e-10
+            return E / norms[:, None]
+
+        rows = np.asarray(rows)
+        if len(rows) <= BLOCK_ROWS:
+            return block(slice(None))
+        return np.concatenate(map_blocks(block, len(rows), self.n_jobs))
 
     def subset(self, rows: np.ndarray) -> MatrixRows | TransferRows:
         """Some of the rows; formed whole (float32) where dense products are cheaper."""
         n_dims = self.U.shape[1]
         nnz_per_row = self.R.nnz / max(self.n_rows, 1)
         if len(rows) * n_dims <= _DENSE_SUBSET and n_dims < _DENSE_GAIN * nnz_per_row:
-            return MatrixRows(self.take(rows).astype(np.float32), cosine=True)
+            return MatrixRows(self.take(rows).astype(np.float32), cosine=True,
+                              n_jobs=self.n_jobs)
         return TransferRows(self.R[rows], self.U,
                             None if self._norms is None else self._norms[rows], self.n_jobs)
 
@@ -194,7 +224,7 @@ class TransferRows:
         n_jobs = self.n_jobs if n_jobs is None else n_jobs
         if self._norms is None:
             return self._assign_forming(centers, n_jobs)
-        G = (self.U @ centers.T).astype(np.float32)
+        G = self._times(centers.T, n_jobs).astype(np.float32)
 
         def block(rows: slice) -> tuple[np.ndarray, np.ndarray]:
             scores = np.asarray(self._R32[rows] @ G)
@@ -220,13 +250,26 @@ class TransferRows:
         self._norms = np.concatenate([p[2] for p in parts])
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
+    def _times(self, M: np.ndarray, n_jobs: int) -> np.ndarray:
+        """``U @ M``, by blocks of U's rows (each row as in one product)."""
+        if self.U.shape[0] <= BLOCK_ROWS or n_jobs <= 1:
+            return self.U @ M
+        return np.concatenate(map_blocks(lambda rows: self.U[rows] @ M, self.U.shape[0],
+                                         n_jobs))
+
     def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),
                                 shape=(n_clusters, self.n_rows))
         # Sparse (k x n_columns) times U: never a dense matrix with a side of n_columns.
-        per_cluster = weights @ self.R
-        return by_column_parts(lambda part: np.asarray(per_cluster @ self.U[:, part]),
-                               self.U.shape[1], self.n_jobs)
+        # By blocks of clusters: a row of a sparse product is computed from that row alone,
+        # so each block's rows are those of the whole product.
+        if self.n_jobs <= 1 or n_clusters < 2 * _CLUSTER_BLOCK:
+            per_cluster = weights @ self.R
+            return by_column_parts(lambda part: np.asarray(per_cluster @ self.U[:, part]),
+                                   self.U.shape[1], self.n_jobs)
+        return np.concatenate(map_blocks(lambda part: np.asarray((weights[part] @ self.R)
+                                                                 @ self.U),
+                                         n_clusters, self.n_jobs, _CLUSTER_BLOCK))
 
     def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
         G = self.U @ centers.T

@@ -38,7 +38,7 @@ def _embed_rows(B: sp.csr_matrix, anchor_embedding: np.ndarray,
         return TransferRows(R, anchor_embedding, n_jobs=n_jobs)
     embedding = np.asarray(R @ anchor_embedding)
     embedding /= np.sqrt(np.einsum("ij,ij->i", embedding, embedding))[:, None] + 1e-10
-    return MatrixRows(embedding, cosine=True)
+    return MatrixRows(embedding, cosine=True, n_jobs=n_jobs)
 
 
 def _pad_columns(B: sp.csr_matrix, n_columns: int) -> sp.csr_matrix:
