@@ -242,6 +242,7 @@ def serve_deployments(inbox: str | Path, dataset: str, store_url: str,
     grace : float, default=300
         Seconds to wait for a server that does not answer before giving up (status 3).
     """
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
     from prefect.deployments.runner import EntrypointType
 
     inbox = Path(inbox).resolve()
@@ -250,7 +251,9 @@ def serve_deployments(inbox: str | Path, dataset: str, store_url: str,
 
     def build() -> list[Any]:
         inbox_deployment = recluster_inbox.to_deployment(
-            name=INBOX_DEPLOYMENT.split("/")[1], parameters=bound, concurrency_limit=1,
+            name=INBOX_DEPLOYMENT.split("/")[1], parameters=bound,
+            concurrency_limit=ConcurrencyLimitConfig(  # one at a time; one due meanwhile
+                limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW),  # is dropped
             description=f"Register new batch files of {inbox} into dataset {dataset!r} "
                         f"and recluster it.",
             tags=["fastmice"], entrypoint_type=EntrypointType.MODULE_PATH, **schedule)

@@ -125,6 +125,8 @@ class OneLineErrors(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if _lost.is_set() and record.name.startswith(("prefect", "asyncio")):
             return False
+        if record.name.endswith("state_proposer") and "Aborted submission" in str(record.msg):
+            return False  # a run due while one runs: dropped by the server, nothing to say
         exc = record.exc_info[1] if record.exc_info else None
         if exc is not None and (self.every_error or is_connection_error(exc)
                                 or _no_space(exc)):

@@ -45,7 +45,8 @@ CYCLES = int(os.environ.get("FASTMICE_SOAK_CYCLES", "12"))
 BATCHES = max(6, CYCLES // 2)
 PER_BATCH = 40
 TIMEOUT = 240 + 25 * CYCLES
-TERMINAL = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+#: The states of a cycle that ran (a run due while one ran is CANCELLED: dropped, no cycle).
+TERMINAL = ("COMPLETED", "FAILED", "CRASHED")
 
 #: Arms FASTMICE_FAULT in the first flow-run process that starts, once the test has created
 #: ARM/armed, while a batch file waits in the inbox: every store write of that one run fails
