@@ -4,21 +4,23 @@ The rule, in two steps, both linear in the number of samples N:
 
 1. **An ensemble that spans the candidates.** Without a k to draw the base clusterings' k
    around, base clustering ``g`` takes ``k_g = round(2 (K / 2) ** q_g)``: log-uniform over
-   ``[2, K]``, ``K = clip(ceil(N / 5), 15, AUTO_BASE_CAP)`` (at most ``N - 1``), with
+   ``[2, K]``, ``K = clip(ceil(N / 4), 15, AUTO_BASE_CAP)`` (at most ``N - 1``), with
    ``q_g = frac(u + g * 0.618...)`` (the golden-ratio sequence from one draw ``u`` of the
    root seed): the members are evenly spread over the scales whatever their number, and
    group ``g`` still depends on ``(seed, g)`` alone. As many coarse members as fine ones,
    and the fine ones (costly) are few.
 2. **The choice: the eigengap at each scale, among the members fine enough to see it.**
-   A candidate k is read off the consensus graph of the base clusterings with ``k_g >= k``
-   only (coarser ones merge what k groups would keep apart and blur the gap): its
-   normalised cluster-side graph ``S = Dy^-1/2 B^T Dx^-1 B Dy^-1/2`` (clusters x clusters,
-   never samples x samples) has eigenvalues ``1 = l_1 >= l_2 >= ...`` with a gap after the
-   k-th when the samples form k groups those base clusterings agree on. The score of k is
-   ``(l_k - l_(k+1)) * ln(k) ** 1.5``; the chosen k has the largest. Candidates run from 2
-   to the k of the finest base clustering, at most N - 1 (the golden-ratio spread puts it
-   at ``2 (K / 2) ** 0.91`` or above with 20 groups: N / 10 or more up to N = 2,000, 250
-   to 400 above); those above the second-finest one's k are read off the two finest.
+   A candidate k is read off the consensus graph of the base clusterings with more than k
+   clusters only (coarser ones merge what k groups would keep apart and blur the gap; one
+   of exactly k clusters would make a gap of its own): its normalised cluster-side graph
+   ``S = Dy^-1/2 B^T Dx^-1 B Dy^-1/2`` (clusters x clusters, never samples x samples; the
+   rows and columns of those members' clusters in the graph of all) has eigenvalues
+   ``1 = l_1 >= l_2 >= ...`` with a gap after the k-th when the samples form k groups those
+   base clusterings agree on. The score of k is ``(l_k - l_(k+1)) * ln(k) ** 1.5``; the
+   chosen k has the largest. Candidates run from 2 to one less than the k of the
+   second-finest base clustering (two members at least see every candidate), at most
+   N - 1: with 20 groups, ``2 (K / 2) ** 0.85`` or more, N / 10 or more up to N = 1,600,
+   about 180 to 350 above.
 
 Chosen on a design part of the shared datasets and generated sets, and checked on a
 confirmation part fixed before (``benchmarks/k_auto.py``, docs/quality.md "Choosing k").
@@ -59,9 +61,9 @@ def _stream(seed: int, stream: tuple[int, ...]) -> np.random.Generator:
 
 
 def auto_base_k_top(n_samples: int) -> int:
-    """``K = clip(ceil(N / 5), 15, AUTO_BASE_CAP)``, at most ``N - 1`` (and at least 2): the
+    """``K = clip(ceil(N / 4), 15, AUTO_BASE_CAP)``, at most ``N - 1`` (and at least 2): the
     largest k a base clustering of an auto ensemble draws."""
-    top = min(AUTO_BASE_CAP, max(15, math.ceil(n_samples / 5)), n_samples - 1)
+    top = min(AUTO_BASE_CAP, max(15, math.ceil(n_samples / 4)), n_samples - 1)
     return max(2, top)
 
 
@@ -109,7 +111,7 @@ class KChoice:
         Every k considered, ascending: ``2 .. k_max``.
     scores : ndarray of shape (n_candidates,)
         The score of each candidate: ``(l_k - l_(k+1)) * ln(k) ** 1.5`` of the consensus
-        graph of the base clusterings with at least k clusters (consensus artifacts keep
+        graph of the base clusterings with more than k clusters (consensus artifacts keep
         them as ``k_gaps``).
     """
 
@@ -183,27 +185,25 @@ def choose_n_clusters(base_labels: np.ndarray, *, seed: int) -> KChoice:
     Returns
     -------
     choice : KChoice
-        Candidates ``2 .. k_max``, ``k_max`` the k of the finest base clustering, at most
-        ``n_samples - 1`` (candidates above the second-finest one's k are read off the two
-        finest).
+        Candidates ``2 .. k_max``, ``k_max`` one less than the k of the second-finest base
+        clustering, at most ``n_samples - 1``.
     """
     base_labels = np.asarray(base_labels, dtype=np.int64)
     n_samples, n_members = base_labels.shape
     W, member = _cluster_graph(base_labels, _stream(seed, _SAMPLE_STREAM))
     member_k = np.bincount(member, minlength=n_members)  # used clusters of each member
-    finest = np.sort(member_k)[::-1]
-    second = int(finest[min(1, n_members - 1)])
-    k_max = max(2, min(int(finest[0]), n_samples - 1, W.shape[0] - 1))
+    second = int(np.sort(member_k)[::-1][min(1, n_members - 1)])
+    k_max = max(2, min(second - 1, n_samples - 1, W.shape[0] - 1))
     candidates = np.arange(2, k_max + 1)
     scores = np.zeros(candidates.size)
-    lowest = 1
-    for level in np.unique(np.minimum(member_k, k_max)):
-        # candidates (lowest, level]: the members of level clusters or more (two at least)
-        ks = candidates[(candidates > lowest) & (candidates <= level)]
-        lowest = level
+    lowest = 2
+    for level in np.unique(member_k):
+        # candidates [lowest, level): the members of more clusters than they (two at least)
+        ks = candidates[(candidates >= lowest) & (candidates < level)]
+        lowest = max(lowest, int(level))
         if ks.size == 0:
             continue
-        keep = np.flatnonzero(member_k[member] >= min(level, second))
+        keep = np.flatnonzero(member_k[member] >= level)
         values = _leading_eigenvalues(sp.csr_matrix(W[keep][:, keep]), int(ks[-1]) + 1)
         scores[ks - 2] = (values[ks - 1] - values[ks]) * np.log(ks) ** GAP_POWER
     return KChoice(int(candidates[np.argmax(scores)]), candidates, scores)
