@@ -29,9 +29,11 @@ import errno
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,8 +45,9 @@ __all__ = ["EXIT_LOST", "OneLineErrors", "OneLineTracebacks", "api_answers", "de
 
 #: Exit status of a serve process whose server did not come back.
 EXIT_LOST = 3
-#: Seconds without an answer before the server counts as lost.
+#: Seconds without an answer before the server counts as lost: nothing listening, or busy.
 LOST_AFTER = 5.0
+BUSY_LOST_AFTER = 60.0
 #: Names of the exception types a lost connection raises (httpx, websockets, anyio).
 _CONNECTION_ERRORS = {"ConnectError", "ConnectTimeout", "ReadError", "WriteError",
                       "ReadTimeout", "PoolTimeout", "RemoteProtocolError", "TransportError",
@@ -233,8 +236,21 @@ def _restart() -> None:
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
+def _listening(url: str) -> bool:
+    """Whether something accepts connections at ``url``'s host and port (a busy server
+    that is slow to answer its health check still does)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        socket.create_connection((parts.hostname, parts.port or 80), timeout=3).close()
+    except OSError:
+        return False
+    return True
+
+
 def _watch(url: str, grace: float, poll: float) -> None:
-    """The watch thread: on a lost server, stop the runs, wait for it, restart or exit."""
+    """The watch thread: on a lost server, stop the runs, wait for it, restart or exit. Lost
+    is: nothing listening for :data:`LOST_AFTER` s, or no health answer for ``BUSY_LOST_AFTER``
+    s (a server busy with SQLite's locks may be slow; its runs are not stopped for that)."""
     silent_since: float | None = None
     while True:
         time.sleep(poll)
@@ -243,7 +259,8 @@ def _watch(url: str, grace: float, poll: float) -> None:
             continue
         now = time.monotonic()
         silent_since = now if silent_since is None else silent_since
-        if now - silent_since < LOST_AFTER:
+        patience = BUSY_LOST_AFTER if _listening(url) else LOST_AFTER
+        if now - silent_since < patience:
             continue
         _lost.set()
         stopped = stop_runs_in_flight()
