@@ -185,7 +185,7 @@ def plot_signal(results: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     colours = {}
     for style, result in zip(("-o", "--s", ":^"), results, strict=False):
         points = {p["name"]: p for p in result["points"]}
@@ -212,8 +212,8 @@ def plot_signal(results: list[dict], path: Path) -> None:
                          f"(N={shape[0]}, k={shape[1]}, {shape[2]} views)", fontsize=10)
     for ax in axes:
         ax.set_xlabel("per-view signal")
+        ax.set_ylabel("NMI (mean over seeds)")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("NMI (mean over seeds)")
     axes[0].legend(fontsize=7, loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=90)
