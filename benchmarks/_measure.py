@@ -189,7 +189,7 @@ def _stop_shared_servers(work: Path) -> None:
     from cli.embedded_api import _stop
     from storage.locks import process_identity
 
-    for registered in work.glob("**/fastmice-api/shared/shared.json"):
+    for registered in work.glob("**/fastmice-api/shared/**/shared.json"):  # a folder per key
         with contextlib.suppress(OSError, ValueError, KeyError):
             _stop(json.loads(registered.read_text())["server"])
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
