@@ -3,12 +3,16 @@
 In fastmice's own Prefect home (:mod:`cli.prefect_home`; or wherever
 ``FASTMICE_SHARED_API=1``), the first command that needs Prefect's API starts the server in
 a session of its own and leaves it running; later commands join it and skip the start-up
-(seconds to tens of seconds on 2 busy cores). Each command registers itself as a client
-(``<home>/fastmice-api/shared/clients/<pid>.json``, removed at exit); an idle watch
+(seconds to tens of seconds on 2 busy cores). There is one such server per *key*, the
+Prefect version and fastmice's ``CODE_VERSION`` (:func:`cli.prefect_home.server_key`), in
+``<home>/fastmice-api/shared/<key>/`` with its own SQLite database: a command never joins a
+server of another key. Each command registers itself as a client
+(``<home>/fastmice-api/shared/<key>/clients/<pid>.json``, removed at exit); an idle watch
 (:mod:`cli.api_idle`, a detached process) stops the server once no client has run for
 ``FASTMICE_API_IDLE`` seconds (default 600). A command killed by ``kill -9`` leaves an entry
 whose process is gone, which the watch ignores: the server still stops when idle, and
-nothing else is left (a half-started server is stopped the same way).
+nothing else is left (a half-started server is stopped the same way). The server is also
+registered for ``fastmice daemon status|stop`` (:mod:`cli.daemons`).
 
 A start-up failure is reported as for a command's own server (:mod:`cli.api_server`): in
 one line, as soon as the server process exits.
