@@ -40,7 +40,8 @@ def test_the_base_ks_spread_over_2_to_k_evenly_in_log():
         assert ks.min() >= 2 and ks.max() <= 250
         quantiles = np.sort(np.log(ks / 2) / np.log(125))
         assert np.diff(np.concatenate([[0], quantiles, [1]])).max() < 0.13  # no scale left out
-        assert np.sort(ks)[-2] > 1_000 / 10  # the candidates (below it) reach N / 10
+        # the candidates, below the 4th finest base clustering's k, reach about N / 10
+        assert np.sort(ks)[-4] - 1 >= 0.8 * 1_000 / 10
         # group g depends on (seed, g) only: an ensemble extended keeps its groups
         assert [auto_base_clusters(seed, g, 1_000) for g in range(5)] == list(ks[:5])
     assert max(auto_base_clusters(0, g, 1_000, n_anchors=40) for g in range(20)) <= 40
