@@ -154,6 +154,10 @@ def _run_warm(argv: Sequence[str]) -> int | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fastmice`` console script; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["daemon"] and not any(arg in ("-h", "--help") for arg in argv):
+        from cli.daemons import main as daemon  # needs none of the command line's imports
+
+        return daemon(argv[1:])
     status = _run_warm(argv)
     if status is not None:
         return status
