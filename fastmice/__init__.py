@@ -10,6 +10,7 @@ from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
 from fastmice._estimator import FastMICE, fast_mice, predict_group_labels
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._joint_consensus import consensus_with_joint
 from fastmice._memory import MemoryEstimate, estimate_memory
 from fastmice._metric_rule import resolve_metrics
 from fastmice._params import EnsembleParams, resolve_seed
@@ -30,7 +31,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'fastmice' has no attribute {name!r}")
 
 # Bumped whenever a change alters the numbers any step computes; part of every artifact key.
-CODE_VERSION = "13"
+CODE_VERSION = "14"
 
 __all__ = [
     "CODE_VERSION",
@@ -46,6 +47,7 @@ __all__ = [
     "check_views",
     "cluster_group",
     "consensus_partition",
+    "consensus_with_joint",
     "datasets",
     "draw_view_groups",
     "estimate_memory",

@@ -131,6 +131,13 @@ class BestChoices:
     max_samples : int or None
         Data of more samples are clustered in the paper mode (its metric rule stays);
         None (the default): no limit.
+    joint_members_share : float
+        Members of k-means on random shares of the joint space (all views side by side,
+        each scaled to unit variance) per view group, beside the groups' base clusterings
+        (:mod:`fastmice._joint_consensus`); 0: no joint part.
+    joint_candidate : bool
+        k-means on every joint feature competes with the consensus cut, kept where it
+        agrees better with the weighted members.
     """
 
     empty_rows: bool = True
@@ -150,6 +157,8 @@ class BestChoices:
     kmeans_plusplus_min_samples: int | None = 20_000
     replicates_max_samples: int = 100_000
     max_samples: int | None = None
+    joint_members_share: float = 0.5
+    joint_candidate: bool = True
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from fastmice._auto_k import KChoice, choose_n_clusters
 from fastmice._best import informed_labels, weighted_incidence
+from fastmice._joint import JointEnsemble
 from fastmice._params import AUTO
 from fastmice._specs import CONSENSUS_STREAM, PARTITION_STREAM, ViewGroupSpec, group_rng
 from fastmice._stages import stage
@@ -129,6 +130,12 @@ class ConsensusPartition:
         the paper mode (every weight 1, every label a cluster).
     k_choice : KChoice or None
         How k was chosen, when it was (``n_clusters="auto"``).
+    joint : JointEnsemble or None
+        The best mode's joint-space k-means (:mod:`fastmice._joint`): its members are the
+        graph's last base clusterings, computed from the views.
+    source : {"consensus", "joint"}
+        Which gave ``labels_``: the graph's cut, or the joint candidate (it agreed better
+        with the weighted base clusterings).
     """
 
     labels_: np.ndarray
@@ -138,6 +145,8 @@ class ConsensusPartition:
     partition: BipartitePartition
     member_weights: np.ndarray | None = None
     k_choice: KChoice | None = None
+    joint: JointEnsemble | None = None
+    source: str = "consensus"
 
     @property
     def n_clusters(self) -> int:
@@ -153,12 +162,22 @@ class ConsensusPartition:
             B = weighted_incidence(base_labels, self.offsets, n_columns, self.member_weights)
         return B[:, self.used_columns]
 
-    def predict(self, base_labels: np.ndarray) -> np.ndarray:
-        """Consensus labels of samples given their base labels, shape (n_new, n_members)."""
+    def predict(self, base_labels: np.ndarray, Xs=None, n_jobs: int | None = 1) -> np.ndarray:
+        """Consensus labels of samples given their base labels, shape (n_new, n_groups),
+        and, where the partition has a ``joint`` part, their views ``Xs``."""
         base_labels = np.asarray(base_labels, dtype=np.int64)
-        if base_labels.ndim != 2 or base_labels.shape[1] != len(self.offsets):
-            raise ValueError(f"base_labels must have shape (n_samples, {len(self.offsets)}); "
+        n_groups = len(self.offsets) - (0 if self.joint is None else self.joint.n_members)
+        if base_labels.ndim != 2 or base_labels.shape[1] != n_groups:
+            raise ValueError(f"base_labels must have shape (n_samples, {n_groups}); "
                              f"got {base_labels.shape}.")
+        if self.joint is not None:
+            if Xs is None:
+                raise ValueError("This consensus has a joint-space part: predict needs the "
+                                 "new samples' views (Xs).")
+            candidate, members = self.joint.predict(Xs, n_jobs)
+            if self.source == "joint":
+                return candidate
+            base_labels = np.hstack([base_labels, members])
         lowest = 0 if self.member_weights is None else -1
         if ((base_labels < lowest) | (base_labels >= self.n_base_clusters[None, :])).any():
             raise ValueError("base_labels hold a label outside 0..n_base_clusters-1.")
@@ -174,6 +193,9 @@ class ConsensusPartition:
                           k_candidates=self.k_choice.candidates, k_gaps=self.k_choice.gaps)
         if self.member_weights is not None:
             arrays["member_weights"] = self.member_weights
+        if self.joint is not None:
+            arrays.update({f"joint_{k}": v for k, v in self.joint.to_arrays().items()})
+            arrays["source"] = np.asarray(self.source)
         return arrays
 
     @classmethod
@@ -186,9 +208,14 @@ class ConsensusPartition:
             choice = KChoice(int(arrays["k_chosen"]), np.asarray(arrays["k_candidates"]),
                              np.asarray(arrays["k_gaps"]))
         weights = arrays.get("member_weights")
+        joint = None
+        if "joint_labels" in arrays:
+            joint = JointEnsemble.from_arrays({k[len("joint_"):]: arrays[k] for k in arrays
+                                               if k.startswith("joint_")})
         return cls(np.asarray(arrays["labels"]), np.asarray(arrays["offsets"]),
                    np.asarray(arrays["n_base_clusters"]), np.asarray(arrays["used_columns"]),
-                   partition, None if weights is None else np.asarray(weights), choice)
+                   partition, None if weights is None else np.asarray(weights), choice,
+                   joint, str(arrays["source"]) if "source" in arrays else "consensus")
 
 
 def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed: int,

@@ -10,8 +10,9 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from fastmice._best import informed_labels, missing_rows
-from fastmice._consensus import cluster_group, consensus_partition
+from fastmice._consensus import cluster_group
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
+from fastmice._joint_consensus import consensus_with_joint
 from fastmice._metric_rule import resolve_metrics
 from fastmice._parallel import map_threads, team, team_size
 from fastmice._params import DEFAULTS, EnsembleParams
@@ -193,9 +194,8 @@ default=None
                                  [(Xs, spec, empty, params.mode) for spec in specs], n_samples,
                                  specs)
             base_labels = np.column_stack([partition.labels_ for _, partition in fitted])
-            consensus = consensus_partition(base_labels, params.n_clusters, seed=seed,
-                                            n_jobs=effective_n_jobs(self.n_jobs),
-                                            mode=params.mode)
+            consensus = consensus_with_joint(Xs, base_labels, params,
+                                             n_jobs=effective_n_jobs(self.n_jobs))
         self.view_groups_ = specs
         self.group_anchors_ = [anchors for anchors, _ in fitted]
         self.base_partitions_ = [partition for _, partition in fitted]
@@ -231,7 +231,8 @@ default=None
             for spec, anchors, partition in zip(
                 self.view_groups_, self.group_anchors_, self.base_partitions_, strict=True)],
             Xs[0].shape[0], self.view_groups_)
-        return self.consensus_.predict(np.column_stack(base))
+        return self.consensus_.predict(np.column_stack(base), Xs,
+                                       effective_n_jobs(self.n_jobs))
 
 
 def fast_mice(Xs, n_clusters: int, **params) -> np.ndarray:

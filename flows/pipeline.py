@@ -92,7 +92,8 @@ def _execute(store_url: str, plan: Plan, run_id: str, started: float,
     groups_seconds = time.time() - started
     stage("consensus", "refined from the previous run's" if plan.warm_start else "")
     agreed = consensus(store_url, [outcome.base for outcome in outcomes], params,
-                       plan.warm_start and plan.warm_start["consensus"])
+                       plan.warm_start and plan.warm_start["consensus"], plan.data,
+                       plan.anchor_data)
     stage("writing")
     record = write_results(store_url, run_record(plan, run_id, store_url, outcomes, agreed,
                                                  started, created, groups_seconds), plan.data)

@@ -165,4 +165,4 @@ def predict_labels(model: StoredModel, Xs: list[Any], n_jobs: int | None) -> np.
     workers = 1 if n_jobs is None else task_workers(n_jobs)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         base = list(pool.map(base_labels, range(len(model.specs))))
-    return model.consensus.predict(np.column_stack(base))
+    return model.consensus.predict(np.column_stack(base), Xs, workers)

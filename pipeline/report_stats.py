@@ -124,12 +124,16 @@ def consensus_map(consensus: ConsensusPartition, base_labels: np.ndarray) -> np.
     consensus : ConsensusPartition
         The run's stored consensus.
     base_labels : ndarray of shape (n_samples, n_members)
-        The samples' base labels.
+        The samples' base labels (of the view groups; the joint part's members are added
+        from ``consensus``).
 
     Returns
     -------
     xy : ndarray of shape (n_samples, 2)
     """
+    if consensus.joint is not None and base_labels.shape[1] < len(consensus.offsets):
+        # The joint part's members are the graph's last base clusterings.
+        base_labels = np.hstack([base_labels, consensus.joint.member_labels_])
     n_columns = int(consensus.offsets[-1] + consensus.n_base_clusters[-1])
     graph = _incidence(base_labels, consensus.offsets, n_columns)[:, consensus.used_columns]
     degree = np.asarray(graph.sum(axis=1)).ravel()

@@ -1,8 +1,8 @@
 """Tasks for the base clustering of each view group and the consensus over them.
 
 :func:`base_cluster` calls :func:`fastmice.cluster_group` on a group's graph (its per-batch
-rows stacked in batch order); :func:`consensus` calls :func:`fastmice.consensus_partition`
-on the base labels stacked in group order.
+rows stacked in batch order); :func:`consensus` calls :func:`fastmice.consensus_with_joint`
+on the base labels stacked in group order (and, in the best mode, the views).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pipeline.keys import (
     consensus_key,
     group_row_keys,
 )
+from pipeline.params import drawn_params
 from pipeline.reuse import stored_or_computed
-from storage import open_store
+from storage import DatasetStore, open_store
 from tasks._options import TASK_OPTIONS
 
 __all__ = ["base_cluster", "consensus"]
@@ -97,10 +98,12 @@ def base_cluster(store_url: str, anchor_data: dict[str, Any], data: dict[str, An
 
 @task(name="consensus", **TASK_OPTIONS)
 def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any],
-              init: dict[str, Any] | None = None) -> dict:
-    """The consensus partition of the base clusterings (fastmice.consensus_partition).
+              init: dict[str, Any] | None = None, data: dict[str, Any] | None = None,
+              anchor_data: dict[str, Any] | None = None) -> dict:
+    """The consensus partition of the base clusterings (fastmice.consensus_with_joint).
 
-    Reads ``base-labels``; writes ``consensus`` (``ConsensusPartition.to_arrays``, whose
+    Reads ``base-labels`` (and, in the best mode, the views of ``data``, by rows, for the
+    joint-space part); writes ``consensus`` (``ConsensusPartition.to_arrays``, whose
     ``labels`` are the final labels), seeded with the ensemble's root seed.
 
     Parameters
@@ -112,6 +115,9 @@ def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any
         ``EnsembleParams.to_dict()`` of the run.
     init : dict, optional
         Ref of the ``consensus`` to refine (a warm start), instead of a new Tcut.
+    data, anchor_data : dict, optional
+        :func:`pipeline.keys.dataset_ref` of the batches clustered and of the anchor
+        batches (where ``metric="auto"`` was resolved); needed in the best mode.
 
     Returns
     -------
@@ -127,9 +133,16 @@ def consensus(store_url: str, bases: list[dict[str, Any]], params: dict[str, Any
             base_labels = np.column_stack([store.get(b["labels"]) for b in bases])
             start = None if init is None else \
                 fastmice.ConsensusPartition.from_arrays(store.get(init))
-        return [fastmice.consensus_partition(base_labels, ensemble.n_clusters,
-                                             seed=ensemble.root_seed, init=start,
-                                             mode=ensemble.mode).to_arrays()]
+            Xs, drawn = [], ensemble
+            if ensemble.mode == "best":
+                if data is None or anchor_data is None:
+                    raise ValueError("The best mode's consensus needs the views: give data "
+                                     "and anchor_data.")
+                Xs = DatasetStore(store).read_views(
+                    data["name"], batches=[b["batch_id"] for b in data["batches"]], rows=True)
+                drawn = drawn_params(store, ensemble, anchor_data)
+        return [fastmice.consensus_with_joint(Xs, base_labels, drawn, n_jobs=ensemble.n_jobs,
+                                              init=start).to_arrays()]
 
     refs, computed, seconds = stored_or_computed(store, [(CONSENSUS, key)], compute)
     return {"consensus": refs[0], "computed": computed, "seconds": seconds}

@@ -156,9 +156,13 @@ def _reference_recluster(Xs_old, Xs_new, n_samples_anchor, warm=True):
         first_base.append(first.labels_)
         base.append(fastmice.cluster_group(sp.vstack([B_old, B_new], format="csr"), spec,
                                            first if warm else None, mode="best").labels_)
-    first = fastmice.consensus_partition(np.column_stack(first_base), K, seed=seed, mode="best")
-    return fastmice.consensus_partition(np.column_stack(base), K, seed=seed,
-                                        init=first if warm else None, mode="best").labels_
+    n_views = len(Xs_old)
+    first = fastmice.consensus_with_joint(Xs_old, np.column_stack(first_base),
+                                          params.for_data(n_samples_anchor, n_views))
+    Xs_all = [np.vstack([a, b]) for a, b in zip(Xs_old, Xs_new, strict=True)]
+    return fastmice.consensus_with_joint(Xs_all, np.column_stack(base),
+                                         params.for_data(len(Xs_all[0]), n_views),
+                                         init=first if warm else None).labels_
 
 
 def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, blobs,

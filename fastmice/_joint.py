@@ -1,0 +1,347 @@
+"""The best mode's joint-space candidate: k-means on all views side by side.
+
+Where every view is weak and only the views together separate the clusters (each view
+merges other clusters), the base clusterings of random view groups each see too little, and
+their consensus cannot undo the merges. The joint space sees every feature of every view at
+once. Its k-means is one more candidate of the best mode's consensus: it is kept only if it
+agrees better with the weighted base clusterings than the consensus cut does (the ensemble's
+own objective, as the consensus replicates are chosen), so that on data whose views each see
+the clusters the graph consensus stays.
+
+The joint space puts each view on an equal footing whatever its scale or width: a view is
+first compared as its metric says (rows unit-normalised for cosine, square roots for
+Hellinger), centred (dense views) and scaled to unit total variance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastmice._kmeans import lloyd_rounds
+from fastmice._parallel import map_threads
+from fastmice._specs import group_rng
+from fastmice._stages import stage
+
+__all__ = ["JOINT_STREAM", "JointEnsemble", "JointSpace", "choose_by_agreement",
+           "joint_ensemble"]
+
+#: The joint k-means' stream under the root seed (after the groups' and the consensus').
+JOINT_STREAM = 2
+#: Most rows the joint k-means fits on (at least :data:`JOINT_PER_CLUSTER` a cluster); the
+#: other rows are assigned to its centres. As the consensus k-means' sample.
+JOINT_SAMPLE, JOINT_PER_CLUSTER = 20_000, 50
+#: k-means++ starts of the candidate (one above :data:`JOINT_SAMPLE` rows: k-means++ costs
+#: k times a random start, and the fit then runs on a sample anyway); a member has one.
+JOINT_N_INIT = 3
+#: Rounds of one start at most (the assignments rarely still change after 30).
+JOINT_MAX_ITER = 30
+#: Rows transformed and assigned at a time.
+_BLOCK_ROWS = 8192
+
+
+@dataclass
+class JointSpace:
+    """How each view enters the joint space.
+
+    Attributes
+    ----------
+    metrics : tuple of str
+        Each view's metric (``"euclidean"``, ``"cosine"`` or ``"hellinger"``).
+    means : list of ndarray or None
+        Each dense view's column means after its metric's transform (None: sparse, not
+        centred, so that it stays sparse).
+    scales : ndarray of shape (n_views,)
+        The factor that gives each transformed view unit total variance.
+    """
+
+    metrics: tuple[str, ...]
+    means: list[np.ndarray | None]
+    scales: np.ndarray
+
+    def transform(self, Xs: Sequence, rows: slice | np.ndarray) -> np.ndarray | sp.csr_matrix:
+        """The joint rows of samples ``rows``: shape (n_rows, sum of the views' widths),
+        float32, CSR if any view is sparse."""
+        blocks = [_scaled(_metric_rows(X, rows, metric), mean, scale)
+                  for X, metric, mean, scale in zip(Xs, self.metrics, self.means, self.scales,
+                                                    strict=True)]
+        if any(sp.issparse(b) for b in blocks):
+            return sp.hstack([sp.csr_matrix(b) for b in blocks], format="csr",
+                             dtype=np.float32)
+        return np.hstack(blocks).astype(np.float32, copy=False)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {"metrics": np.array(self.metrics), "scales": self.scales}
+        for v, mean in enumerate(self.means):
+            if mean is not None:
+                arrays[f"mean{v}"] = mean
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays) -> JointSpace:
+        metrics = tuple(str(m) for m in np.asarray(arrays["metrics"]))
+        means = [np.asarray(arrays[f"mean{v}"]) if f"mean{v}" in arrays else None
+                 for v in range(len(metrics))]
+        return cls(metrics, means, np.asarray(arrays["scales"]))
+
+
+def _metric_rows(X, rows: slice | np.ndarray, metric: str):
+    """Rows of a view as its metric compares them: float32 dense or CSR."""
+    block = X[rows]
+    if sp.issparse(block):
+        block = sp.csr_matrix(block, dtype=np.float32)
+        if metric == "hellinger":
+            block.data = np.sqrt(np.maximum(block.data, 0))
+        elif metric == "cosine":
+            norms = np.sqrt(np.asarray(block.multiply(block).sum(axis=1)).ravel())
+            block = sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1)) @ block,
+                                  dtype=np.float32)
+        return block
+    block = np.array(block, dtype=np.float32)
+    if metric == "hellinger":
+        np.sqrt(np.maximum(block, 0, out=block), out=block)
+    elif metric == "cosine":
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        block /= np.where(norms > 0, norms, 1)[:, None]
+    return block
+
+
+def _scaled(block, mean: np.ndarray | None, scale: float):
+    if sp.issparse(block):
+        return block * np.float32(scale)
+    if mean is not None:
+        block -= mean
+    block *= np.float32(scale)
+    return block
+
+
+def fit_joint_space(Xs: Sequence, metrics: Sequence[str]) -> JointSpace:
+    """Each view's mean and scale, read a block of rows at a time.
+
+    Parameters
+    ----------
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+    metrics : sequence of str
+        Each view's metric (resolved: no ``"auto"``).
+
+    Returns
+    -------
+    space : JointSpace
+    """
+    n_samples = Xs[0].shape[0]
+    means, scales = [], []
+    for X, metric in zip(Xs, metrics, strict=True):
+        sums = np.zeros(X.shape[1])
+        squares = 0.0
+        for start in range(0, n_samples, _BLOCK_ROWS):
+            block = _metric_rows(X, slice(start, start + _BLOCK_ROWS), metric)
+            sums += np.asarray(block.sum(axis=0), dtype=np.float64).ravel()
+            squares += float(block.multiply(block).sum() if sp.issparse(block)
+                             else np.einsum("ij,ij->", block, block, dtype=np.float64))
+        mean = sums / n_samples
+        variance = squares / n_samples - float(mean @ mean)
+        scales.append(1.0 / np.sqrt(variance) if variance > 1e-12 else 1.0)
+        means.append(None if sp.issparse(X) else mean.astype(np.float32))
+    return JointSpace(tuple(metrics), means, np.asarray(scales))
+
+
+@dataclass
+class JointEnsemble:
+    """k-means in the joint space: the candidate on every joint feature and the members on
+    random subsets of them, able to label new samples.
+
+    Attributes
+    ----------
+    space : JointSpace
+    centers : ndarray of shape (n_clusters, n_joint_features)
+        The candidate's centres.
+    labels_ : ndarray of shape (n_samples,)
+        The candidate's labels.
+    member_columns : list of ndarray
+        The joint features each member clusters on.
+    member_centers : list of ndarray
+        Each member's centres, shape (k_j, len(member_columns[j])).
+    member_labels_ : ndarray of shape (n_samples, n_members)
+    """
+
+    space: JointSpace
+    centers: np.ndarray
+    labels_: np.ndarray
+    member_columns: list[np.ndarray]
+    member_centers: list[np.ndarray]
+    member_labels_: np.ndarray
+
+    @property
+    def n_members(self) -> int:
+        return len(self.member_columns)
+
+    def predict(self, Xs: Sequence, n_jobs: int | None = 1) -> tuple[np.ndarray, np.ndarray]:
+        """The candidate's labels (n_new,) and the members' (n_new, n_members) of new
+        samples: the nearest centre of each."""
+        return _nearest_centres(Xs, self.space, [None, *self.member_columns],
+                                [self.centers, *self.member_centers], n_jobs)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {f"space_{k}": v for k, v in self.space.to_arrays().items()}
+        arrays.update(centers=self.centers, labels=self.labels_,
+                      member_labels=self.member_labels_)
+        for j, (columns, centers) in enumerate(zip(self.member_columns, self.member_centers,
+                                                   strict=True)):
+            arrays[f"member{j}_columns"] = columns
+            arrays[f"member{j}_centers"] = centers
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays) -> JointEnsemble:
+        space = JointSpace.from_arrays({k[len("space_"):]: arrays[k] for k in arrays
+                                        if k.startswith("space_")})
+        member_labels = np.asarray(arrays["member_labels"])
+        count = member_labels.shape[1]
+        return cls(space, np.asarray(arrays["centers"]), np.asarray(arrays["labels"]),
+                   [np.asarray(arrays[f"member{j}_columns"]) for j in range(count)],
+                   [np.asarray(arrays[f"member{j}_centers"]) for j in range(count)],
+                   member_labels)
+
+
+def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray | None],
+                     centers: list[np.ndarray], n_jobs: int | None = 1
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest centre of each sample for each set of centres (on its joint columns; None:
+    all): the first set's labels (n,) and the others' (n, n_sets - 1). Each block of rows
+    is put in the joint space once for all sets."""
+    n_samples = Xs[0].shape[0]
+    prepared = [(c.astype(np.float32), np.einsum("ij,ij->i", c, c, dtype=np.float32))
+                for c in centers]
+
+    def block(start: int) -> np.ndarray:
+        Z = space.transform(Xs, slice(start, start + _BLOCK_ROWS))
+        out = np.empty((Z.shape[0], len(prepared)), dtype=np.int64)
+        for j, ((C, center_sq), cols) in enumerate(zip(prepared, columns, strict=True)):
+            Zj = Z if cols is None else Z[:, cols]
+            scores = np.asarray(Zj @ C.T) * -2 + center_sq  # |c|^2 - 2 x.c
+            out[:, j] = np.argmin(scores, axis=1)
+        return out
+
+    labels = np.concatenate(map_threads(block, range(0, n_samples, _BLOCK_ROWS), n_jobs or 1))
+    return labels[:, 0], labels[:, 1:]
+
+
+def _inertia(Z, labels: np.ndarray, centers: np.ndarray) -> float:
+    row_sq = (np.asarray(Z.multiply(Z).sum(axis=1)).ravel() if sp.issparse(Z)
+              else np.einsum("ij,ij->i", Z, Z, dtype=np.float64))
+    assigned = np.asarray(Z.multiply(centers[labels]).sum(axis=1)).ravel() if sp.issparse(Z) \
+        else np.einsum("ij,ij->i", Z, centers[labels], dtype=np.float64)
+    center_sq = np.einsum("ij,ij->i", centers, centers)[labels]
+    return float(np.sum(np.maximum(row_sq + center_sq - 2 * assigned, 0)))
+
+
+def _kmeans(Z, n_clusters: int, seeds: list[int]) -> tuple[float, np.ndarray, np.ndarray]:
+    """Lloyd's rounds from k-means++ starts (one per seed, run one after the other), the
+    lowest inertia kept (the first of equal ones)."""
+    from sklearn.cluster import kmeans_plusplus
+
+    Z64 = Z.astype(np.float64)  # scikit-learn's k-means++ upcasts float32 in small chunks
+    best = None
+    for seed in seeds:
+        first, _ = kmeans_plusplus(Z64, n_clusters, random_state=seed)
+        labels, centers = lloyd_rounds(Z, np.asarray(first, dtype=np.float32),
+                                       JOINT_MAX_ITER, metric="sqeuclidean")
+        run = (_inertia(Z, labels, centers), labels, np.asarray(centers, dtype=np.float32))
+        if best is None or run[0] < best[0]:
+            best = run
+    return best
+
+
+def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, seed: int,
+                   n_members: int, member_k: tuple[int, int],
+                   feature_ratio: tuple[float, float], n_jobs: int | None = None
+                   ) -> JointEnsemble:
+    """k-means in the joint space: the candidate (k-means++ starts, the lowest inertia kept)
+    and ``n_members`` members, each on a random share of the joint features with its own k.
+
+    Up to :data:`JOINT_SAMPLE` samples (at least :data:`JOINT_PER_CLUSTER` a cluster) each
+    runs on every sample; above, on one uniform sample of that many, and every sample is
+    then assigned to the nearest centres (linear in N).
+
+    Parameters
+    ----------
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+    metrics : sequence of str
+        Each view's metric (resolved).
+    n_clusters : int
+    seed : int
+        Root seed of the ensemble (the joint step draws from its own streams of it).
+    n_members : int
+    member_k : (int, int)
+        Range of the members' numbers of clusters (as the base clusterings').
+    feature_ratio : (float, float)
+        Range of the share of joint features a member clusters on.
+    n_jobs : int, optional
+        Threads (the candidate and the members side by side); the result does not depend
+        on it.
+
+    Returns
+    -------
+    joint : JointEnsemble
+    """
+    with stage("joint"):
+        n_samples = Xs[0].shape[0]
+        rng = group_rng(seed, JOINT_STREAM)
+        space = fit_joint_space(Xs, metrics)
+        sample = max(JOINT_SAMPLE, JOINT_PER_CLUSTER * member_k[1])
+        sampled = n_samples > sample
+        rows = np.sort(rng.choice(n_samples, sample, replace=False)) if sampled \
+            else np.arange(n_samples)
+        Z = space.transform(Xs, rows)
+        n_features = Z.shape[1]
+        n_init = 1 if sampled else JOINT_N_INIT
+        # Every draw is made here, in order: the k-means may then run side by side.
+        work = [(None, min(n_clusters, len(rows)),
+                 [int(rng.integers(np.iinfo(np.int32).max)) for _ in range(n_init)])]
+        for _ in range(n_members):
+            ratio = rng.uniform(*feature_ratio)
+            columns = np.sort(rng.choice(n_features, max(1, math.ceil(ratio * n_features)),
+                                         replace=False))
+            k = min(int(rng.integers(member_k[0], member_k[1] + 1)), len(rows))
+            work.append((columns, k, [int(rng.integers(np.iinfo(np.int32).max))]))
+
+        def run(item: tuple) -> tuple[float, np.ndarray, np.ndarray]:
+            columns, k, seeds = item
+            return _kmeans(Z if columns is None else Z[:, columns], k, seeds)
+
+        runs = map_threads(run, work, n_jobs or 1)
+        columns = [item[0] for item in work[1:]]
+        centers = [result[2] for result in runs]
+        if sampled:
+            labels, member_labels = _nearest_centres(Xs, space, [None, *columns], centers,
+                                                     n_jobs)
+        else:
+            labels = runs[0][1].astype(np.int64)
+            member_labels = np.column_stack([r[1] for r in runs[1:]]).astype(np.int64) \
+                if n_members else np.empty((n_samples, 0), dtype=np.int64)
+        return JointEnsemble(space, centers[0], labels, columns, centers[1:], member_labels)
+
+
+def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
+                        base_labels: np.ndarray, weights: np.ndarray) -> str:
+    """``"joint"`` if the joint-space labels agree better with the weighted base
+    clusterings (average NMI, :func:`fastmice._best.member_nmi`) than the consensus labels
+    do, else ``"consensus"``.
+
+    Parameters
+    ----------
+    consensus_labels, joint_labels : ndarray of shape (n_samples,)
+    base_labels : ndarray of shape (n_samples, n_members)
+    weights : ndarray of shape (n_members,)
+    """
+    from fastmice._best import member_nmi
+
+    def agreement(labels: np.ndarray) -> float:
+        scores = [member_nmi(labels, base_labels[:, j]) for j in range(base_labels.shape[1])]
+        return float(np.dot(weights, scores) / weights.sum())
+
+    return "joint" if agreement(joint_labels) > agreement(consensus_labels) else "consensus"

@@ -1,0 +1,96 @@
+"""The best mode's consensus with its joint-space part (:mod:`fastmice._joint`).
+
+Members of k-means on random shares of the joint space's features join the base
+clusterings of the view groups in the consensus graph, where their weight is their agreement
+like any member's; then the joint k-means on every feature replaces the consensus cut only
+if it agrees better with the weighted members. Both come from the data alone: where single
+views see the clusters the graph's members agree more with one another and the consensus
+stays; where only the views together separate the clusters (weak or complementary views),
+the joint members agree most and lead.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+from joblib import effective_n_jobs
+
+from fastmice import _best
+from fastmice._consensus import ConsensusPartition, consensus_partition
+from fastmice._joint import choose_by_agreement, joint_ensemble
+from fastmice._params import AUTO, EnsembleParams
+
+__all__ = ["consensus_with_joint", "joint_members"]
+
+
+def joint_members(n_groups: int) -> int:
+    """Members of the joint part for an ensemble of ``n_groups`` view groups: one for every
+    two groups (extending the ensemble extends them too)."""
+    return math.ceil(n_groups * _best.CHOICES.joint_members_share)
+
+
+def _member_k(params: EnsembleParams, n_samples: int) -> tuple[int, int]:
+    """The range the base clusterings draw their k from (:func:`fastmice._best.base_k_range`)."""
+    k = params.reference_k(n_samples)
+    low = max(1, math.ceil(params.base_clusters[0] * k))
+    high = max(low, math.floor(params.base_clusters[1] * k))
+    return _best.base_k_range(low, high, n_samples, "best")
+
+
+def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: EnsembleParams, *,
+               n_jobs: int | None = None,
+               init: ConsensusPartition | None = None) -> ConsensusPartition:
+    """The consensus of the view groups' base clusterings; in the best mode with the joint
+    part (unless ``fastmice._best.CHOICES.joint_members_share`` is 0).
+
+    Parameters
+    ----------
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+        The views (read a block of rows at a time).
+    base_labels : ndarray of shape (n_samples, n_groups)
+    params : EnsembleParams
+        The run's, for this data, metrics resolved.
+    n_jobs : int, optional
+        Threads; the result does not depend on it.
+    init : ConsensusPartition, optional
+        The consensus of the same view groups over fewer samples, to refine (the joint part
+        then labels every sample with its stored centres).
+
+    Returns
+    -------
+    consensus : ConsensusPartition
+        With ``joint`` and ``source`` set in the best mode.
+    """
+    n_samples = base_labels.shape[0]
+    seed = params.root_seed
+    n_jobs = (os.cpu_count() or 1) if n_jobs is None else effective_n_jobs(n_jobs)
+    if params.mode != "best" or (init is None and joint_members(params.n_groups) == 0) or \
+            (init is not None and init.joint is None):
+        return consensus_partition(base_labels, params.n_clusters, seed=seed, n_jobs=n_jobs,
+                                   init=init, mode=params.mode)
+    if init is not None:
+        candidate, members = init.joint.predict(Xs, n_jobs)
+        joint = replace(init.joint, labels_=candidate, member_labels_=members)
+    else:
+        joint = joint_ensemble(Xs, params.metric, params.reference_k(n_samples)
+                               if params.n_clusters == AUTO else params.n_clusters,
+                               seed=seed, n_members=joint_members(params.n_groups),
+                               member_k=_member_k(params, n_samples),
+                               feature_ratio=params.feature_ratio, n_jobs=n_jobs)
+    members = np.hstack([base_labels, joint.member_labels_])
+    found = consensus_partition(members, params.n_clusters, seed=seed, n_jobs=n_jobs,
+                                init=init, mode="best")
+    if init is not None:
+        source = init.source
+    elif not _best.CHOICES.joint_candidate or params.n_clusters == AUTO or \
+            found.n_clusters != joint.centers.shape[0]:
+        source = "consensus"  # (with "auto", the candidate was made for another k)
+    else:
+        source = choose_by_agreement(found.labels_, joint.labels_, members,
+                                     found.member_weights)
+    labels = joint.labels_ if source == "joint" else found.labels_
+    return replace(found, labels_=labels, joint=joint, source=source)
