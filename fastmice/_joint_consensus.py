@@ -20,6 +20,7 @@ import numpy as np
 from joblib import effective_n_jobs
 
 from fastmice import _best
+from fastmice._auto_k import choose_n_clusters
 from fastmice._consensus import ConsensusPartition, consensus_partition
 from fastmice._joint import choose_by_agreement, joint_ensemble
 from fastmice._params import AUTO, EnsembleParams
@@ -82,8 +83,13 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
                                member_k=_member_k(params, n_samples),
                                feature_ratio=params.feature_ratio, n_jobs=n_jobs)
     members = np.hstack([base_labels, joint.member_labels_])
-    found = consensus_partition(members, params.n_clusters, seed=seed, n_jobs=n_jobs,
-                                init=init, mode="best")
+    choice = None  # "auto": k read off the view groups, spread over the candidates
+    if params.n_clusters == AUTO and init is None:
+        choice = choose_n_clusters(base_labels, seed=seed)
+    found = consensus_partition(members, params.n_clusters if choice is None else
+                                choice.n_clusters, seed=seed, n_jobs=n_jobs, init=init,
+                                mode="best")
+    found = found if choice is None else replace(found, k_choice=choice)
     if init is not None:
         source = init.source
     elif not _best.CHOICES.joint_candidate or params.n_clusters == AUTO or \
