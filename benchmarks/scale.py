@@ -13,6 +13,13 @@ default but ``million``):
               fitted exponent of time in N.
 ``k``         k = 50, 100, 200, 400, 800 at N = 100k (library): time against k.
 ``jobs``      n_jobs = 1 against -1 at 400k, k = 400 (library).
+``threads``   the thread-scaling table: ``n_jobs`` = J for J in ``--threads`` (default 1, 2,
+              4, 8, 16 up to the machine's cores) at 400k, k = 400 (``--threads-n`` for
+              another N), library: one JSON line per run on stdout (wall, process CPU
+              seconds, busy = CPU / (wall x min(J, cores)), stage thread-seconds and stage
+              CPU seconds, the share of the wall during which 0, 1, 2... of the fit's
+              threads were runnable, peak RSS, NMI, a hash of the labels, the load), and
+              what the serial share predicts for 16 threads.
 ``peers``     200,000 x 256/128/64/32, k = 20 (20 clusters merged into different pairs in every
               view): fastmice against secuer, landmark spectral clustering and mini-batch
               k-means (``benchmarks/peers.py``; secuer in a virtual environment made here).
@@ -34,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +55,7 @@ from _measure import run_measured  # noqa: E402
 from scale_data import write_views_dir  # noqa: E402
 
 YTF_N = 398_191
-SECTIONS = ("n", "k", "jobs", "peers", "recluster", "refusal")
+SECTIONS = ("n", "k", "jobs", "threads", "peers", "recluster", "refusal")
 STAGES = ("read", "anchors", "search", "graph", "eigen", "kmeans", "consensus", "write")
 
 
@@ -75,7 +83,25 @@ def library(work: Path, folder: Path, k: int, n_jobs: int = -1) -> dict[str, Any
             "wall": round(m.seconds, 1), "peak_rss_gb": round(m.peak_rss_mb / 1024, 2)}
 
 
+def _runnable_threads(shares: dict[int, int], stop: threading.Event) -> None:
+    """Count, every 10 ms, how many of this process's other threads are runnable (state
+    R: running or waiting for a core; a thread waiting for a lock or for work is not)."""
+    me = threading.get_native_id()
+    while not stop.wait(0.01):
+        runnable = 0
+        for task in os.listdir("/proc/self/task"):
+            try:
+                stat = Path(f"/proc/self/task/{task}/stat").read_text()
+            except OSError:
+                continue
+            runnable += int(task) != me and stat.rsplit(")", 1)[1].split()[0] == "R"
+        shares[runnable] = shares.get(runnable, 0) + 1
+
+
 def _fit(folder: str, k: str, n_jobs: str) -> None:
+    import hashlib
+    import resource
+
     import fastmice
     from fastmice.metrics import clustering_scores
 
@@ -83,12 +109,31 @@ def _fit(folder: str, k: str, n_jobs: str) -> None:
     paths = sorted(Path(folder).glob("view*.npy"), key=lambda p: int(p.stem[4:]))
     Xs, y = [np.load(p) for p in paths], np.load(Path(folder) / "labels.npy")
     read = time.perf_counter() - started
+    load = os.getloadavg()[0]
+    counts: dict[int, int] = {}
+    stop = threading.Event()
+    sampler = threading.Thread(target=_runnable_threads, args=(counts, stop), daemon=True)
+    sampler.start()
+    cpu_started = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
-    with fastmice.record_stages() as stages:
+    with fastmice.record_stages() as stages, fastmice.record_stages(clock="cpu") as cpu:
         labels = fastmice.FastMICE(int(k), random_state=0, n_jobs=int(n_jobs)).fit(Xs).labels_
     seconds = time.perf_counter() - started
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    stop.set()
+    sampler.join()
+    cpu_seconds = (used.ru_utime - cpu_started.ru_utime) + (used.ru_stime - cpu_started.ru_stime)
+    threads = os.cpu_count() if int(n_jobs) < 0 else min(int(n_jobs), os.cpu_count())
+    total = sum(counts.values()) or 1
     print(json.dumps({"fit": round(seconds, 1), "read": round(read, 1),
+                      "cpu": round(cpu_seconds, 1),
+                      "busy": round(cpu_seconds / (seconds * threads), 3),
                       "stages": {s: round(t, 1) for s, t in stages.items()},
+                      "cpu_stages": {s: round(t, 1) for s, t in cpu.items()},
+                      "runnable": {n: round(c / total, 3) for n, c in sorted(counts.items())},
+                      "labels_sha": hashlib.sha256(np.ascontiguousarray(labels, np.int64)
+                                                   .tobytes()).hexdigest()[:16],
+                      "load": [round(load, 2), round(os.getloadavg()[0], 2)],
                       "nmi": round(clustering_scores(y, labels)["nmi"], 4)}))
 
 
@@ -134,6 +179,30 @@ def section_jobs(work: Path, root: Path, args: argparse.Namespace) -> dict[str, 
     folder = _data(root, "latent", YTF_N, 400)
     one, every = library(work, folder, 400, 1), library(work, folder, 400, -1)
     return {"n_jobs=1": one, "n_jobs=-1": every, "ratio": round(every["fit"] / one["fit"], 3)}
+
+
+def predicted_wall(run: dict[str, Any], threads: int, cores: int) -> float | None:
+    """The wall on ``cores`` cores that a run's serial share predicts (Amdahl): the share of
+    its wall with at most one runnable thread stays, the rest divides by cores / threads."""
+    shares = {int(n): share for n, share in (run.get("runnable") or {}).items()}
+    if not shares or "fit" not in run or threads == 1:  # one thread: nothing to tell
+        return None
+    serial = sum(share for n, share in shares.items() if n <= 1)
+    width = min(threads, os.cpu_count() or 1)
+    return round(run["fit"] * (serial + (1 - serial) * width / cores), 1)
+
+
+def section_threads(work: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    folder = _data(root, "latent", args.threads_n, 400)
+    rows = []
+    for threads in args.threads:
+        run = {"n": args.threads_n, "k": 400, "n_jobs": threads, "cores": os.cpu_count(),
+               **library(work, folder, 400, threads)}
+        run["predicted_16_cores"] = predicted_wall(run, threads, 16)
+        print(json.dumps(run), flush=True)  # one line a run, as it comes
+        rows.append(run)
+    same = len({r.get("labels_sha") for r in rows}) == 1
+    return {"rows": rows, "labels_identical": same}
 
 
 def _peers_python(work: Path) -> str:
@@ -217,6 +286,19 @@ def report(results: dict[str, Any]) -> str:
         lines += [f"| {r['n']} | {r['k']} | {r['library'].get('fit')} | "
                   f"{r['library'].get('nmi')} |" for r in results["k"]["rows"]]
         lines.append(f"\ntime ~ k^{results['k']['exponent']:.2f}\n")
+    if "threads" in results:
+        lines += ["| n_jobs | wall s | CPU s | busy | serial share | predicted 16 cores s | "
+                  "peak RSS GB | NMI | search | kmeans | eigen | anchors | consensus |",
+                  "|" + "---|" * 13]
+        for r in results["threads"]["rows"]:
+            shares = {int(n): v for n, v in (r.get("runnable") or {}).items()}
+            serial = round(sum(v for n, v in shares.items() if n <= 1), 3)
+            stages = [f"{r.get('stages', {}).get(s, 0):.1f}"
+                      for s in ("search", "kmeans", "eigen", "anchors", "consensus")]
+            lines.append(f"| {r['n_jobs']} | {r.get('fit')} | {r.get('cpu')} | "
+                         f"{r.get('busy')} | {serial} | {r.get('predicted_16_cores')} | "
+                         f"{r['peak_rss_gb']} | {r.get('nmi')} | " + " | ".join(stages) + " |")
+        lines.append(f"\nlabels identical: {results['threads']['labels_identical']}\n")
     for name in ("jobs", "peers", "recluster", "million", "refusal"):
         if name in results:
             lines.append(f"{name}: {json.dumps(results[name], default=str)}\n")
@@ -234,6 +316,11 @@ def main(argv: list[str] | None = None) -> int:
                         default=Path(tempfile.gettempdir()) / "fastmice-scale",
                         help="where the generated data sets are kept between runs")
     parser.add_argument("--out", type=Path, help="also write the results as JSON")
+    parser.add_argument("--threads", type=lambda text: [int(n) for n in text.split(",")],
+                        default=[j for j in (1, 2, 4, 8, 16) if j <= (os.cpu_count() or 1)],
+                        help="the n_jobs of section threads (comma-separated)")
+    parser.add_argument("--threads-n", type=int, default=YTF_N,
+                        help="the N of section threads")
     parser.add_argument("--sizes", type=lambda text: [int(n) for n in text.split(",")],
                         default=[50_000, 100_000, 200_000, YTF_N],
                         help="the N of section n (comma-separated)")
