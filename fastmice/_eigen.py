@@ -244,8 +244,16 @@ def _subspace_top(A: sp.csr_matrix, k: int, rng: np.random.Generator,
         # Each block's A_b^T (A_b X), in threads (scipy releases the GIL), summed in block
         # order: the same result for any number of threads.
         parts = map_threads(piece, pieces, n_jobs)
-        per_block = [np.hstack(parts[b * n_parts:(b + 1) * n_parts]) for b in range(len(pairs))]
-        return np.asarray(sum(per_block[1:], per_block[0]), dtype=np.float64)
+        out = np.empty(X.shape, dtype=np.float64)
+
+        def add_up(p: int) -> None:  # one column part: its blocks' sum, in block order
+            total = parts[p].copy()
+            for b in range(1, len(pairs)):
+                total += parts[b * n_parts + p]
+            out[:, bounds[p]:bounds[p + 1]] = total
+
+        map_threads(add_up, range(n_parts), n_jobs)
+        return out
 
     # LU between rounds keeps the basis well conditioned at a fifth of the cost of QR (as
     # scikit-learn's randomized_range_finder does); one QR at the end.
