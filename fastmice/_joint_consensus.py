@@ -73,6 +73,10 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
             (init is not None and init.joint is None):
         return consensus_partition(base_labels, params.n_clusters, seed=seed, n_jobs=n_jobs,
                                    init=init, mode=params.mode)
+    choice = None  # "auto": k read off the view groups (spread over the candidates), then
+    if params.n_clusters == AUTO and init is None:  # the joint part as for that k
+        choice = choose_n_clusters(base_labels, seed=seed)
+        params = replace(params, n_clusters=choice.n_clusters)
     if init is not None:
         candidate, members = init.joint.predict(Xs, n_jobs)
         joint = replace(init.joint, labels_=candidate, member_labels_=members)
@@ -83,12 +87,8 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
                                member_k=_member_k(params, n_samples),
                                feature_ratio=params.feature_ratio, n_jobs=n_jobs)
     members = np.hstack([base_labels, joint.member_labels_])
-    choice = None  # "auto": k read off the view groups, spread over the candidates
-    if params.n_clusters == AUTO and init is None:
-        choice = choose_n_clusters(base_labels, seed=seed)
-    found = consensus_partition(members, params.n_clusters if choice is None else
-                                choice.n_clusters, seed=seed, n_jobs=n_jobs, init=init,
-                                mode="best")
+    found = consensus_partition(members, params.n_clusters, seed=seed, n_jobs=n_jobs,
+                                init=init, mode="best")
     found = found if choice is None else replace(found, k_choice=choice)
     if init is not None:
         source = init.source
