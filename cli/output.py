@@ -201,8 +201,9 @@ def run_text(summary: dict[str, Any]) -> str:
         f"dataset    {summary['dataset']}: {summary['n_samples']} samples, "
         f"{summary['n_views']} views",
         *_work_lines(summary),
-        *([f"k auto     chose {summary['n_clusters']} (largest eigengap x ln k); candidates "
-           "(k, gap): " + ", ".join(f"{k} ({gap:.3f})" for k, gap in summary["k_candidates"][:8])]
+        *([f"k auto     chose {summary['n_clusters']} of {len(summary['k_candidates'])} "
+           "candidates (eigengap x ln(k)^1.5 at each scale); best first (k, score): "
+           + ", ".join(f"{k} ({score:.3f})" for k, score in summary["k_candidates"][:10])]
           if summary.get("k_candidates") else []),
         *_ids_line(summary.get("relabel")),
         f"time       {summary['seconds']:.1f} s in the flow",

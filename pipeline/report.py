@@ -200,6 +200,22 @@ def _groups_section(store: Any, record: dict[str, Any], draw: bool = True) -> Se
                    table)
 
 
+def _k_section(run: _Run) -> Section | None:
+    """How k was chosen (``n_clusters="auto"``): the score of every candidate."""
+    choice = run.consensus.k_choice
+    if choice is None:
+        return None
+    ranked = choice.ranked(10)
+    return Section("Choosing k",
+                   f"k was chosen from the data: {choice.n_clusters}, the best of "
+                   f"{len(choice.candidates)} candidates (2 to {int(choice.candidates[-1])}). "
+                   "The score of a candidate k is the eigengap after the k-th eigenvalue of "
+                   "the consensus graph of the base clusterings with more than k clusters, "
+                   "times ln(k)^1.5 (fastmice/_auto_k.py). The ten best:",
+                   figures.k_scores(choice.candidates, choice.scores, choice.n_clusters),
+                   [["k", "score"]] + [[str(k), f"{score:.4f}"] for k, score in ranked])
+
+
 def _stages_section(record: dict[str, Any], draw: bool = True) -> Section:
     stages = {name: float(s) for name, s in record.get("stages", {}).items()}
     timings = record.get("timings", {})
@@ -252,6 +268,9 @@ def build_report(store: Any, run_id: str, *, max_points: int = MAX_MAP_POINTS,
     colours = np.arange(run.record["n_clusters"]) if match is None else np.where(
         match >= 0, match, np.unique(run.truth).size + np.cumsum(match < 0) - 1)
     sections = [_sizes_section(run), _map_section(run, colours, max_points)]
+    k_section = _k_section(run)
+    if k_section is not None:
+        sections.append(k_section)
     if match is not None:
         sections.append(_confusion_section(run, match))
     if full:

@@ -19,8 +19,8 @@ import numpy as np
 from matplotlib.colors import ListedColormap, hsv_to_rgb
 from matplotlib.figure import Figure
 
-__all__ = ["agreement", "cluster_sizes", "colour_table", "confusion", "label_change",
-           "sample_map", "stages", "view_groups"]
+__all__ = ["agreement", "cluster_sizes", "colour_table", "confusion", "k_scores",
+           "label_change", "sample_map", "stages", "view_groups"]
 
 _BLUE, _ORANGE, _GREY = "#4C72B0", "#DD8452", "#8C8C8C"
 _DPI = 110
@@ -241,3 +241,21 @@ def label_change(before: np.ndarray, after: np.ndarray) -> str:
     _legend_above(ax)
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig, "label-change")
+
+
+def k_scores(candidates: np.ndarray, scores: np.ndarray, chosen: int) -> str:
+    """The score of every candidate k (``n_clusters="auto"``) against k, the chosen one
+    marked; k on a log axis from 10 candidates up."""
+    fig = Figure(figsize=(8, 3))
+    ax = fig.add_subplot()
+    ax.plot(candidates, scores, color=_BLUE, linewidth=1, marker="." if len(scores) <= 60
+            else None)
+    best = int(np.flatnonzero(np.asarray(candidates) == chosen)[0])
+    ax.plot([chosen], [scores[best]], "o", color=_ORANGE, label=f"chosen k = {chosen}")
+    if len(candidates) >= 10:
+        ax.set_xscale("log")
+    ax.set_xlabel("candidate k")
+    ax.set_ylabel("score")
+    _legend_above(ax)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _svg(fig, "k-scores")

@@ -206,8 +206,8 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     common = ["--groups", M, "--anchors", ANCHORS, "--seed", SEED, "--store", store_dir]
     done = _cli(["cluster", tmp_path / "nolabels", "--run-name", "auto", *common], prefect_api)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "k auto     chose 4 (largest eigengap x ln k); candidates (k, gap): 4 (" \
-        in done.stdout
+    assert "candidates (eigengap x ln(k)^1.5 at each scale); best first (k, score): 4 (" \
+        in done.stdout and "k auto     chose 4 of " in done.stdout
     store = open_store(store_dir)
     record = store.read_record(RUN, "auto")
     assert record["params"]["n_clusters"] == "auto" and record["n_clusters"] == 4
@@ -216,6 +216,11 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     labels = store.get(record["labels"]).column("label").to_numpy()
     np.testing.assert_array_equal(labels, model.labels_)
     assert model.k_candidates_ == [tuple(pair) for pair in record["k_candidates"]]
+    from pipeline.report import build_report  # the report draws the score against k
+
+    report = build_report(store, "auto", full=False)
+    section = next(s for s in report.sections if s.title == "Choosing k")
+    assert section.figure.startswith("<svg") and section.table[1][0] == "4"
     # The same command again reuses everything (the keys hold "auto", a content key).
     again = _cli(["cluster", tmp_path / "nolabels", "--k", "auto", "--json", *common],
                  prefect_api)

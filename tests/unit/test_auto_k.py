@@ -141,3 +141,20 @@ def test_the_best_modes_unknown_base_labels_are_left_out_of_the_choice():
     fitted = FastMICE("auto", mode="best", random_state=0).fit(
         make_multiview_blobs(600, n_clusters=4, random_state=0)[0])
     assert fitted.n_clusters_ == 4 and fitted.k_candidates_[0][0] == 4
+
+
+def test_the_report_draws_the_score_against_k():
+    from types import SimpleNamespace
+
+    from pipeline.report import _k_section
+
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(4), 50)
+    base = np.column_stack([truth * 3 + rng.integers(0, 3, truth.size) for _ in range(8)])
+    consensus = consensus_partition(base, "auto", seed=1)
+    section = _k_section(SimpleNamespace(consensus=consensus))
+    assert section.title == "Choosing k" and section.figure.startswith("<svg")
+    assert section.table[1] == ["4", f"{consensus.k_choice.ranked(1)[0][1]:.4f}"]
+    assert len(section.table) == 1 + min(10, len(consensus.k_choice.candidates))
+    given = consensus_partition(base, 4, seed=1)
+    assert _k_section(SimpleNamespace(consensus=given)) is None
