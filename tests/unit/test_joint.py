@@ -1,0 +1,87 @@
+"""The best mode's joint-space part (fastmice._joint, fastmice._joint_consensus)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from benchmark_loader import load_benchmark
+from sklearn.cluster import KMeans
+
+import fastmice
+from fastmice import FastMICE, _joint
+from fastmice.metrics import clustering_scores
+
+families = load_benchmark("families")
+
+
+def _nmi(y, labels) -> float:
+    return clustering_scores(y, labels)["nmi"]
+
+
+def test_best_mode_holds_where_only_the_views_together_separate_the_clusters():
+    # Ten views, each a noisy copy of cluster centres too close to be told apart in any one
+    # view: averaging the views (what k-means on the concatenation does) separates them.
+    Xs, y = families.make_point(families.point(1000, 6, 10, 0.0, False, seed=7))
+    concat = KMeans(6, n_init=10, random_state=0).fit_predict(np.hstack(Xs))
+    paper = FastMICE(6, mode="paper", random_state=0).fit_predict(Xs)
+    best = FastMICE(6, mode="best", random_state=0).fit_predict(Xs)
+    assert _nmi(y, paper) < _nmi(y, concat) - 0.3  # the case the paper mode cannot do
+    assert _nmi(y, best) >= _nmi(y, concat) - 0.05
+
+
+def test_the_joint_space_weighs_each_view_alike_whatever_its_scale():
+    rng = np.random.default_rng(0)
+    small = rng.standard_normal((300, 5))
+    large = 1000 * rng.standard_normal((300, 50))
+    text = sp.random(300, 80, density=0.1, random_state=0, format="csr")
+    space = _joint.fit_joint_space([small, large, text], ["euclidean", "euclidean", "cosine"])
+    Z = space.transform([small, large, text], slice(None))
+    assert sp.issparse(Z) and Z.shape == (300, 135)
+    dense = Z.toarray()
+    for columns in (slice(0, 5), slice(5, 55)):
+        block = dense[:, columns]
+        variance = np.mean(np.sum((block - block.mean(axis=0)) ** 2, axis=1))
+        assert variance == pytest.approx(1.0, rel=1e-3)
+
+
+def test_joint_part_round_trips_and_labels_new_samples_as_its_own(make_blobs):
+    Xs, _ = make_blobs(n_samples=600, n_clusters=4, seed=3)
+    model = FastMICE(4, mode="best", random_state=1, n_groups=6).fit(Xs)
+    joint = model.consensus_.joint
+    assert joint.n_members == 3 and joint.member_labels_.shape == (600, 3)
+    again = fastmice.ConsensusPartition.from_arrays(model.consensus_.to_arrays())
+    assert again.source == model.consensus_.source
+    np.testing.assert_array_equal(again.joint.member_labels_, joint.member_labels_)
+    candidate, members = again.joint.predict(Xs)
+    np.testing.assert_array_equal(candidate, joint.labels_)
+    np.testing.assert_array_equal(members, joint.member_labels_)
+    with pytest.raises(ValueError, match="needs the new samples' views"):
+        again.predict(model.base_labels_)
+
+
+def test_on_more_samples_than_its_sample_it_fits_there_and_assigns_the_rest(monkeypatch,
+                                                                            make_blobs):
+    Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
+    monkeypatch.setattr(_joint, "JOINT_SAMPLE", 300)
+    monkeypatch.setattr(_joint, "JOINT_PER_CLUSTER", 10)
+    joint = _joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 3, seed=11, n_members=2,
+                                  member_k=(3, 6), feature_ratio=(0.2, 0.8), n_jobs=2)
+    serial = _joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 3, seed=11, n_members=2,
+                                   member_k=(3, 6), feature_ratio=(0.2, 0.8), n_jobs=1)
+    np.testing.assert_array_equal(joint.labels_, serial.labels_)
+    np.testing.assert_array_equal(joint.member_labels_, serial.member_labels_)
+    assert _nmi(y, joint.labels_) == 1.0
+    np.testing.assert_array_equal(joint.predict(Xs)[0], joint.labels_)
+
+
+def test_the_candidate_wins_only_where_it_agrees_better_with_the_members():
+    truth = np.repeat(np.arange(4), 50)
+    noisy = truth.copy()
+    noisy[::7] = (noisy[::7] + 1) % 4
+    members = np.column_stack([truth, truth, noisy])
+    weights = np.ones(3)
+    assert _joint.choose_by_agreement(noisy, truth, members, weights) == "joint"
+    assert _joint.choose_by_agreement(truth, noisy, members, weights) == "consensus"
+    # equal agreement: the consensus stays
+    assert _joint.choose_by_agreement(truth, truth, members, weights) == "consensus"
