@@ -43,6 +43,10 @@ def predict_group_labels(Xs, spec, anchors, partition, empty, mode: str) -> np.n
 #: group's work is then mostly Python holding the GIL, and threads cost more than they give
 #: (measured: 169 samples 1.4x slower in two threads, 500-600 level, 2,500 1.4x faster).
 THREADS_MIN_SAMPLES = 400
+#: Most view groups computed at once (None: one a thread). Each holds its search buffers
+#: (up to 2 x 65,536 rows of a view's sampled columns); the team's other threads take row
+#: blocks of the groups running, so fewer groups at once bound the memory, not the cores.
+GROUPS_AT_ONCE: int | None = None
 
 
 def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples: int,
@@ -57,7 +61,8 @@ def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples:
     if effective_n_jobs(n_jobs) == 1 or n_samples < THREADS_MIN_SAMPLES:
         return [function(*args) for args in arguments]
     order = longest_first(specs)
-    results = map_threads(lambda i: function(*arguments[i]), order, effective_n_jobs(n_jobs))
+    results = map_threads(lambda i: function(*arguments[i]), order, effective_n_jobs(n_jobs),
+                          at_once=GROUPS_AT_ONCE)
     in_group_order = [None] * len(arguments)
     for i, result in zip(order, results, strict=True):
         in_group_order[i] = result

@@ -14,6 +14,7 @@ from fastmice import (
     _anchors,
     _consensus,
     _eigen,
+    _estimator,
     _graphs,
     _tcut,
     record_stages,
@@ -162,11 +163,14 @@ def scale_paths(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["paper", "best"])
-def test_labels_are_bit_identical_for_1_2_4_and_16_threads(scale_paths, mode):
+def test_labels_are_bit_identical_for_1_2_4_and_16_threads(scale_paths, monkeypatch, mode):
     Xs, _ = make_multiview_blobs(n_samples=3000, n_clusters=8, n_features=(12, 9, 7),
                                  random_state=0)
     fits = [FastMICE(8, n_groups=5, n_anchors=120, mode=mode, random_state=2, n_jobs=n)
             .fit(Xs) for n in THREADS]
+    monkeypatch.setattr(_estimator, "GROUPS_AT_ONCE", 2)  # 4 threads, 2 groups at a time
+    fits.append(FastMICE(8, n_groups=5, n_anchors=120, mode=mode, random_state=2, n_jobs=4)
+                .fit(Xs))
     for fit in fits[1:]:
         np.testing.assert_array_equal(fit.base_labels_, fits[0].base_labels_)
         np.testing.assert_array_equal(fit.labels_, fits[0].labels_)
