@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import lloyd_rounds
 from fastmice._parallel import map_threads
 from fastmice._specs import group_rng
@@ -207,6 +208,7 @@ class JointEnsemble:
                    member_labels)
 
 
+@on_one_blas_thread
 def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray | None],
                      centers: list[np.ndarray], n_jobs: int | None = 1
                      ) -> tuple[np.ndarray, np.ndarray]:
@@ -256,6 +258,7 @@ def _kmeans(Z, n_clusters: int, seeds: list[int]) -> tuple[float, np.ndarray, np
     return best
 
 
+@on_one_blas_thread
 def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, seed: int,
                    n_members: int, member_k: tuple[int, int],
                    feature_ratio: tuple[float, float], n_jobs: int | None = None
