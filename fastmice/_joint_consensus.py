@@ -1,12 +1,12 @@
 """The best mode's consensus with its joint-space part (:mod:`fastmice._joint`).
 
-Members of k-means on random shares of the joint space's features join the base
-clusterings of the view groups in the consensus graph, where their weight is their agreement
-like any member's; then the joint k-means on every feature replaces the consensus cut only
-if it agrees better with the weighted members. Both come from the data alone: where single
-views see the clusters the graph's members agree more with one another and the consensus
-stays; where only the views together separate the clusters (weak or complementary views),
-the joint members agree most and lead.
+The joint k-means on every feature of every view replaces the consensus cut only if it
+agrees better with the weighted base clusterings (the ensemble's own objective, from the
+data alone): where the views each see the clusters the consensus stays; where the
+consensus cut went wrong (a pair of clusters merged, a few samples split off) and the joint
+space separates the clusters, the candidate wins. Optionally
+(``CHOICES.joint_members_share``, off by default) members of k-means on random shares of
+the joint features join the base clusterings in the consensus graph.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ __all__ = ["consensus_with_joint", "joint_members"]
 
 
 def joint_members(n_groups: int) -> int:
-    """Members of the joint part for an ensemble of ``n_groups`` view groups: one for every
-    two groups (extending the ensemble extends them too)."""
+    """Members of the joint part for an ensemble of ``n_groups`` view groups
+    (``CHOICES.joint_members_share`` of them: extending the ensemble extends them too)."""
     return math.ceil(n_groups * _best.CHOICES.joint_members_share)
 
 
@@ -69,7 +69,8 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
     n_samples = base_labels.shape[0]
     seed = params.root_seed
     n_jobs = (os.cpu_count() or 1) if n_jobs is None else effective_n_jobs(n_jobs)
-    if params.mode != "best" or (init is None and joint_members(params.n_groups) == 0) or \
+    wanted = joint_members(params.n_groups) > 0 or _best.CHOICES.joint_candidate
+    if params.mode != "best" or (init is None and not wanted) or \
             (init is not None and init.joint is None):
         return consensus_partition(base_labels, params.n_clusters, seed=seed, n_jobs=n_jobs,
                                    init=init, mode=params.mode)

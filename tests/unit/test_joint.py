@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -9,7 +11,7 @@ from benchmark_loader import load_benchmark
 from sklearn.cluster import KMeans
 
 import fastmice
-from fastmice import FastMICE, _joint
+from fastmice import FastMICE, _best, _joint
 from fastmice.metrics import clustering_scores
 
 families = load_benchmark("families")
@@ -19,7 +21,15 @@ def _nmi(y, labels) -> float:
     return clustering_scores(y, labels)["nmi"]
 
 
-def test_best_mode_holds_where_only_the_views_together_separate_the_clusters():
+@pytest.fixture
+def joint_members(monkeypatch):
+    """The best mode with joint members (one per two view groups; off by default)."""
+    monkeypatch.setattr(_best, "CHOICES",
+                        dataclasses.replace(_best.CHOICES, joint_members_share=0.5))
+
+
+def test_joint_members_hold_where_only_the_views_together_separate_the_clusters(
+        joint_members):
     # Ten views, each a noisy copy of cluster centres too close to be told apart in any one
     # view: averaging the views (what k-means on the concatenation does) separates them.
     Xs, y = families.make_point(families.point(1000, 6, 10, 0.0, False, seed=7))
@@ -45,7 +55,8 @@ def test_the_joint_space_weighs_each_view_alike_whatever_its_scale():
         assert variance == pytest.approx(1.0, rel=1e-3)
 
 
-def test_joint_part_round_trips_and_labels_new_samples_as_its_own(make_blobs):
+def test_joint_part_round_trips_and_labels_new_samples_as_its_own(joint_members,
+                                                                  make_blobs):
     Xs, _ = make_blobs(n_samples=600, n_clusters=4, seed=3)
     model = FastMICE(4, mode="best", random_state=1, n_groups=6).fit(Xs)
     joint = model.consensus_.joint
