@@ -186,7 +186,7 @@ def plot_signal(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    colours = {}
+    colours, titles = {}, {}
     for style, result in zip(("-o", "--s", ":^"), results, strict=False):
         points = {p["name"]: p for p in result["points"]}
         table = mean_table(result["rows"])
@@ -208,9 +208,11 @@ def plot_signal(results: list[dict], path: Path) -> None:
                 drawn = ax.plot(xs, ys, style, color=colours.get(m), markersize=4,
                                 label=f"{m} ({result['part']})")[0]
                 colours.setdefault(m, drawn.get_color())
-            ax.set_title(f"{'complementary' if complementary else 'redundant'} views "
-                         f"(N={shape[0]}, k={shape[1]}, {shape[2]} views)", fontsize=10)
-    for ax in axes:
+            titles.setdefault(complementary, []).append(
+                f"{result['part']}: N={shape[0]}, k={shape[1]}, {shape[2]} views")
+    for ax, complementary in zip(axes, (True, False), strict=True):
+        ax.set_title(f"{'complementary' if complementary else 'redundant'} views\n"
+                     + "; ".join(titles.get(complementary, [])), fontsize=9)
         ax.set_xlabel("per-view signal")
         ax.set_ylabel("NMI (mean over seeds)")
         ax.grid(alpha=0.3)
