@@ -80,9 +80,10 @@ class FastMICE(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int or "auto"
-        Number of clusters k. With ``"auto"``, base clusterings draw their k around
-        ``clip(round(sqrt(N) / 2), 2, 50)`` and k is the candidate in ``[2, 2 k0]`` with the
-        largest eigengap of the consensus graph, weighted by ln k (:mod:`fastmice._auto_k`).
+        Number of clusters k. With ``"auto"``, base clusterings spread their k over
+        ``[2, clip(N / 4, 15, 400)]`` and k is the candidate with the largest eigengap of the
+        consensus graph of the base clusterings finer than it, weighted by ``ln(k) ** 1.5``
+        (:mod:`fastmice._auto_k`).
     n_groups : int, default=20
         Number of view groups M (= base clusterings).
     n_anchors : int, default=1000
