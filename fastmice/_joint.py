@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import lloyd_rounds
 from fastmice._parallel import map_threads
+from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
@@ -241,17 +242,20 @@ def _inertia(Z, labels: np.ndarray, centers: np.ndarray) -> float:
     return float(np.sum(np.maximum(row_sq + center_sq - 2 * assigned, 0)))
 
 
-def _kmeans(Z, n_clusters: int, seeds: list[int]) -> tuple[float, np.ndarray, np.ndarray]:
-    """Lloyd's rounds from k-means++ starts (one per seed, run one after the other), the
-    lowest inertia kept (the first of equal ones)."""
+def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int
+            ) -> tuple[float, np.ndarray, np.ndarray]:
+    """Lloyd's rounds from k-means++ starts (one per seed, run one after the other; each
+    assignment over row blocks in ``n_jobs`` threads), the lowest inertia kept (the first of
+    equal ones)."""
     from sklearn.cluster import kmeans_plusplus
 
     Z64 = Z.astype(np.float64)  # scikit-learn's k-means++ upcasts float32 in small chunks
     best = None
     for seed in seeds:
         first, _ = kmeans_plusplus(Z64, n_clusters, random_state=seed)
-        labels, centers = lloyd_rounds(Z, np.asarray(first, dtype=np.float32),
-                                       JOINT_MAX_ITER, metric="sqeuclidean")
+        labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs),
+                                       np.asarray(first, dtype=np.float32), JOINT_MAX_ITER,
+                                       metric="sqeuclidean")
         run = (_inertia(Z, labels, centers), labels, np.asarray(centers, dtype=np.float32))
         if best is None or run[0] < best[0]:
             best = run
@@ -314,7 +318,7 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
 
         def run(item: tuple) -> tuple[float, np.ndarray, np.ndarray]:
             columns, k, seeds = item
-            return _kmeans(Z if columns is None else Z[:, columns], k, seeds)
+            return _kmeans(Z if columns is None else Z[:, columns], k, seeds, n_jobs or 1)
 
         runs = map_threads(run, work, n_jobs or 1)
         columns = [item[0] for item in work[1:]]
