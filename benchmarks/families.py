@@ -108,6 +108,9 @@ def cluster_sizes(n_samples: int, n_clusters: int, sizes: str) -> np.ndarray:
     weights = 100.0 ** (-np.arange(n_clusters) / max(1, n_clusters - 1))
     counts = np.maximum(1, np.round(weights / weights.sum() * n_samples)).astype(np.int64)
     counts[0] += n_samples - counts.sum()
+    if counts[0] < counts[-1]:
+        raise ValueError(f"{n_samples} samples are too few for {n_clusters} clusters of "
+                         f"sizes 100:1")
     return counts
 
 
@@ -142,8 +145,12 @@ def merged_nmi(p: FamilyPoint, view: int = 0) -> float:
     about what one view alone can reach at signal 0."""
     sizes = cluster_sizes(p.n_samples, p.n_clusters, p.sizes).astype(float)
     group_sizes = np.bincount(groupings(p)[view], weights=sizes)
-    entropy = lambda c: -np.sum(c[c > 0] / c.sum() * np.log(c[c > 0] / c.sum()))  # noqa: E731
-    return float(entropy(group_sizes) / entropy(sizes)) if p.n_clusters > 1 else 1.0
+    return float(_entropy(group_sizes) / _entropy(sizes))
+
+
+def _entropy(counts: np.ndarray) -> float:
+    share = counts[counts > 0] / counts.sum()
+    return float(-np.sum(share * np.log(share)))
 
 
 def _check(p: FamilyPoint) -> None:

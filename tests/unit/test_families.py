@@ -112,6 +112,8 @@ def test_complementary_needs_clusters_the_views_can_tell_apart():
         families.make_point(families.point(100, 2, 3, 0.0, True, seed=0))
     with pytest.raises(ValueError, match="signal"):
         families.make_point(families.point(100, 4, 3, 1.5, True, seed=0))
+    with pytest.raises(ValueError, match="too few for 30 clusters of sizes 100:1"):
+        families.make_point(families.point(40, 30, 3, 0.5, True, sizes="skewed", seed=0))
 
 
 def test_point_lists_cover_the_sweep_and_the_confirmation_is_apart():
