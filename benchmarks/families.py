@@ -68,7 +68,7 @@ BETA = {"count": 1.2, "sparse": 4.0, "compositional": 1.2}
 ROW_COUNTS = {"count": 80.0, "sparse": 24.0, "compositional": 50.0}
 _DIMS = (64, 48, 32, 96, 40, 128, 24, 80, 56, 16, 72)  # view v of a dense/count point
 _SPARSE_DIMS = (256, 384, 224, 320, 448, 288, 512, 240, 352, 416, 272)
-LARGE = 20_000  # points above this many samples are the "large" ones
+LARGE = 5_000  # points above this many samples are the few large ones (--max-samples)
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ def test_point_lists_cover_the_sweep_and_the_confirmation_is_apart():
         assert {p.sizes for p in points} == set(families.SIZES)
         assert {p.complementary for p in points} == {True, False}
         assert any(p.noise_view for p in points)
-        assert sum(p.n_samples <= 5000 for p in points) >= len(points) - 3
+        assert sum(p.large for p in points) == 3 and all(p.n_samples <= 5000
+                                                         for p in points if not p.large)
     assert {0.0, 1.0} <= {p.signal for p in design}
     assert min(p.n_samples for p in design) == 40 and max(p.n_samples for p in design) == 200_000
     assert min(p.n_clusters for p in design) == 2 and max(p.n_clusters for p in design) == 400
