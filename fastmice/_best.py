@@ -63,7 +63,7 @@ import scipy.sparse as sp
 __all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_knee", "agreement_weights",
            "base_k_range", "consensus_cuts", "consensus_widths", "empty_rows",
            "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
-           "weighted_incidence"]
+           "weighted_agreement", "weighted_incidence"]
 
 #: A base label meaning "this base clustering knows nothing of the sample".
 UNINFORMED = -1
@@ -261,6 +261,15 @@ def member_nmi(a: np.ndarray, b: np.ndarray) -> float:
     if ha <= 0 or hb <= 0:
         return 0.0
     return max(0.0, (ha + hb - _entropy(joint)) / np.sqrt(ha * hb))
+
+
+def weighted_agreement(labels: np.ndarray, base_labels: np.ndarray,
+                       weights: np.ndarray) -> float:
+    """Average NMI (:func:`member_nmi`) of ``labels`` with the base clusterings (columns of
+    ``base_labels``), weighted: the ensemble's objective, the partition that shares most
+    information with its members."""
+    scores = [member_nmi(labels, base_labels[:, j]) for j in range(base_labels.shape[1])]
+    return float(np.dot(weights, scores) / weights.sum())
 
 
 def normalised_entropy(labels: np.ndarray) -> float:

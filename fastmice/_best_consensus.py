@@ -12,17 +12,10 @@ from fastmice._tcut import partition_bipartite_graph
 __all__ = ["best_consensus"]
 
 
-def _weighted_agreement(labels: np.ndarray, base_labels: np.ndarray,
-                        weights: np.ndarray) -> float:
-    """Average NMI of ``labels`` with the base clusterings, weighted (the ensemble's
-    objective: the consensus that shares most information with its members)."""
-    scores = [_best.member_nmi(labels, base_labels[:, j]) for j in range(base_labels.shape[1])]
-    return float(np.dot(weights, scores) / weights.sum())
-
-
 def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter: int,
-                   n_init: int, n_jobs: int):
-    """The consensus of the best mode (:mod:`fastmice._best`).
+                   n_init: int, n_jobs: int, *, sample: int | None, kmeans_sample: int,
+                   full_rounds: int) -> tuple:
+    """The consensus cut of the best mode (:mod:`fastmice._best`).
 
     Parameters
     ----------
@@ -30,21 +23,17 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
         Labels ``0..k_j-1``, or -1 where a base clustering knows nothing of a sample.
     n_clusters, seed, max_iter, n_init, n_jobs
         As :func:`fastmice.consensus_partition`.
+    sample, kmeans_sample, full_rounds
+        The consensus's sample sizes and rounds on every sample (``fastmice._consensus``).
 
     Returns
     -------
-    consensus : ConsensusPartition
-        With ``member_weights`` set.
+    partition : BipartitePartition
+        The cut kept.
+    offsets, n_base_clusters, used_columns : ndarray
+        The consensus graph's columns (as :class:`fastmice.ConsensusPartition` keeps them).
+    weights : ndarray of shape (n_members,)
     """
-    from fastmice._consensus import (
-        CONSENSUS_FULL_ROUNDS,
-        CONSENSUS_KMEANS_SAMPLE,
-        CONSENSUS_PER_CLUSTER,
-        CONSENSUS_SAMPLE,
-        ConsensusPartition,
-        _sample_sizes,
-    )
-
     choices = _best.CHOICES
     n_base_clusters = np.maximum(base_labels.max(axis=0) + 1, 1)
     offsets = np.concatenate([[0], np.cumsum(n_base_clusters)[:-1]])
@@ -54,8 +43,6 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     B = _best.weighted_incidence(base_labels, offsets, int(n_base_clusters.sum()), weights)
     used_columns = np.flatnonzero(np.asarray(B.sum(axis=0)).ravel() > 0)
     B = B[:, used_columns]
-    sample, kmeans_sample = _sample_sizes(n_clusters, CONSENSUS_SAMPLE,
-                                          CONSENSUS_KMEANS_SAMPLE, CONSENSUS_PER_CLUSTER)
     widths, kmeans_init = _best.consensus_cuts(n_clusters, base_labels.shape[0])
     if kmeans_init == "k-means++":
         # One start per cut: k-means++ costs k times a random start, and its starts spread.
@@ -67,11 +54,10 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
             n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
-            full_rounds=CONSENSUS_FULL_ROUNDS, n_vectors=width, kmeans_init=kmeans_init,
+            full_rounds=full_rounds, n_vectors=width, kmeans_init=kmeans_init,
             eigen_cache=eigen_cache)
-        score = _weighted_agreement(partition.labels_, base_labels, weights) \
+        score = _best.weighted_agreement(partition.labels_, base_labels, weights) \
             if len(widths) > 1 else 0.0
         if score > best_score:
             best, best_score = partition, score
-    return ConsensusPartition(best.labels_, offsets, n_base_clusters, used_columns, best,
-                              weights)
+    return best, offsets, n_base_clusters, used_columns, weights

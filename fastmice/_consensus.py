@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from fastmice._auto_k import KChoice, choose_n_clusters
 from fastmice._best import informed_labels, weighted_incidence
+from fastmice._best_consensus import best_consensus
 from fastmice._joint import JointEnsemble
 from fastmice._params import AUTO
 from fastmice._specs import CONSENSUS_STREAM, PARTITION_STREAM, ViewGroupSpec, group_rng
@@ -267,10 +268,14 @@ def consensus_partition(base_labels: np.ndarray, n_clusters: int | str, *, seed:
             choice = choose_n_clusters(base_labels, seed=seed)
             n_clusters = choice.n_clusters
         if mode == "best":
-            from fastmice._best_consensus import best_consensus
-
-            found = best_consensus(base_labels, n_clusters, seed, max_iter, n_init,
-                                   _threads(n_jobs))
+            sample, kmeans_sample = _sample_sizes(n_clusters, CONSENSUS_SAMPLE,
+                                                  CONSENSUS_KMEANS_SAMPLE,
+                                                  CONSENSUS_PER_CLUSTER)
+            partition, offsets, n_base_clusters, used_columns, weights = best_consensus(
+                base_labels, n_clusters, seed, max_iter, n_init, _threads(n_jobs),
+                sample=sample, kmeans_sample=kmeans_sample, full_rounds=CONSENSUS_FULL_ROUNDS)
+            found = ConsensusPartition(partition.labels_, offsets, n_base_clusters,
+                                       used_columns, partition, weights)
         else:
             found = _consensus_partition(base_labels, n_clusters, seed, max_iter, n_init,
                                          n_jobs)

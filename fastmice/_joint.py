@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import lloyd_rounds
 from fastmice._parallel import map_threads
@@ -336,8 +337,8 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
 def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
                         base_labels: np.ndarray, weights: np.ndarray) -> str:
     """``"joint"`` if the joint-space labels agree better with the weighted base
-    clusterings (average NMI, :func:`fastmice._best.member_nmi`) than the consensus labels
-    do, else ``"consensus"``.
+    clusterings (:func:`weighted_agreement`) than the consensus labels do,
+    else ``"consensus"``.
 
     Parameters
     ----------
@@ -345,10 +346,6 @@ def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
     base_labels : ndarray of shape (n_samples, n_members)
     weights : ndarray of shape (n_members,)
     """
-    from fastmice._best import member_nmi
-
-    def agreement(labels: np.ndarray) -> float:
-        scores = [member_nmi(labels, base_labels[:, j]) for j in range(base_labels.shape[1])]
-        return float(np.dot(weights, scores) / weights.sum())
-
-    return "joint" if agreement(joint_labels) > agreement(consensus_labels) else "consensus"
+    joint = weighted_agreement(joint_labels, base_labels, weights)
+    return "joint" if joint > weighted_agreement(consensus_labels, base_labels, weights) \
+        else "consensus"
