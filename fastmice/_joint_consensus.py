@@ -43,10 +43,10 @@ def _member_k(params: EnsembleParams, n_samples: int) -> tuple[int, int]:
 
 
 def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: EnsembleParams, *,
-               n_jobs: int | None = None,
-               init: ConsensusPartition | None = None) -> ConsensusPartition:
+                         n_jobs: int | None = None,
+                         init: ConsensusPartition | None = None) -> ConsensusPartition:
     """The consensus of the view groups' base clusterings; in the best mode with the joint
-    part (unless ``fastmice._best.CHOICES.joint_members_share`` is 0).
+    part (the candidate; members too where ``CHOICES.joint_members_share`` > 0).
 
     Parameters
     ----------
