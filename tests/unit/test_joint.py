@@ -21,6 +21,21 @@ def _nmi(y, labels) -> float:
     return clustering_scores(y, labels)["nmi"]
 
 
+def test_the_candidate_repairs_a_consensus_that_merges_what_the_views_together_separate():
+    # A point of the generated family's design part (complementary views, each merging the
+    # clusters into pairs of its own) where the consensus cut went wrong and the joint
+    # space did not.
+    point = next(p for p in families.DESIGN_POINTS if p.name == "dense-N500-k5-V3-comp-s0.5")
+    Xs, y = families.make_point(point)
+    concat = KMeans(5, n_init=10, random_state=0).fit_predict(np.hstack(Xs))
+    paper = FastMICE(5, mode="paper", random_state=0).fit_predict(Xs)
+    best = FastMICE(5, mode="best", random_state=0).fit(Xs)
+    assert _nmi(y, paper) < _nmi(y, concat) - 0.02
+    assert best.consensus_.source == "joint"
+    assert _nmi(y, best.labels_) >= _nmi(y, concat) - 0.01
+    assert _nmi(y, best.labels_) > _nmi(y, best.consensus_.partition.labels_)
+
+
 @pytest.fixture
 def joint_members(monkeypatch):
     """The best mode with joint members (one per two view groups; off by default)."""
