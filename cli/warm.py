@@ -2,7 +2,7 @@
 
 Started by a command that used the shared local API server (:func:`spawn`, detached, in the
 environment that command was started with), it imports the command line, the flows,
-Prefect and matplotlib once, then listens on the Unix socket :func:`cli.launch.warm_socket`
+Prefect and matplotlib once, then listens on the Unix socket :func:`cli.warm_socket.warm_socket`
 names (``$TMPDIR/fastmice-warm-<uid>/``, a folder only its user can enter). For each
 command it forks a child that takes the command's standard streams, working directory,
 environment and umask and runs :func:`cli.main.main`; the child tells the command its pid
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.daemons import register, used_stamp
-from cli.launch import warm_socket
+from cli.warm_socket import warm_socket
 
 __all__ = ["serve", "spawn"]
 

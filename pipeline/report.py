@@ -11,7 +11,7 @@ both come from here. The cost is linear in the number of samples: the map draws 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import fastmice
 from pipeline import report_figures as figures
 from pipeline.keys import dataset_ref
 from pipeline.params import drawn_params
+from pipeline.report_render import Report, Section, report_html
 from pipeline.report_stats import (
     compare_labels,
     consensus_map,
@@ -41,25 +42,6 @@ __all__ = ["MAX_MAP_POINTS", "Report", "Section", "build_report", "write_report"
 
 #: Most samples drawn on the 2-D map.
 MAX_MAP_POINTS = 20_000
-
-
-@dataclass
-class Section:
-    """One part of a report: a title, a figure (SVG text), a caption and a table."""
-
-    title: str
-    caption: str
-    figure: str | None = None
-    table: list[list[str]] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    """A run's report: a title, a summary table (rows of two cells) and its sections."""
-
-    title: str
-    summary: list[list[str]]
-    sections: list[Section]
 
 
 @dataclass
@@ -286,8 +268,6 @@ def write_report(store: Any, run_id: str, path: str | os.PathLike[str], *,
                  max_points: int = MAX_MAP_POINTS) -> Path:
     """Write run ``run_id``'s report as one self-contained HTML file, atomically; return
     its absolute path."""
-    from pipeline.report_render import report_html
-
     html = report_html(build_report(store, run_id, max_points=max_points)).encode()
     out = Path(path)
     write_file_atomic(out, lambda f: f.write(html))

@@ -1,4 +1,4 @@
-"""A run report (:class:`pipeline.report.Report`) as HTML or as Markdown.
+"""A run report (:class:`Report`, built by :mod:`pipeline.report`) as HTML or as Markdown.
 
 :func:`report_html` is one self-contained page: the figures are inline SVG, the style is
 inline, there is no script and nothing is fetched, so it opens offline. :func:`report_markdown`
@@ -8,13 +8,29 @@ is the same report for a Prefect artifact: the same figures as ``data:`` images.
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass, field
 from html import escape
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pipeline.report import Report, Section
+__all__ = ["Report", "Section", "report_html", "report_markdown"]
 
-__all__ = ["report_html", "report_markdown"]
+
+@dataclass
+class Section:
+    """One part of a report: a title, a figure (SVG text), a caption and a table."""
+
+    title: str
+    caption: str
+    figure: str | None = None
+    table: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """A run's report: a title, a summary table (rows of two cells) and its sections."""
+
+    title: str
+    summary: list[list[str]]
+    sections: list[Section]
 
 _STYLE = """
 body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #222;

@@ -1,4 +1,5 @@
-"""Imports go one way: cli -> flows -> tasks -> pipeline -> {fastmice, storage}.
+"""Imports go one way: cli -> flows -> tasks -> pipeline -> {fastmice, storage}, and no
+modules import each other in a circle.
 
 Every import statement of every module (at any depth: a function's lazy import counts) is
 read with :mod:`ast`. Print the import graph by layer with::
@@ -83,6 +84,75 @@ def _violations() -> list[str]:
 
 def test_no_module_imports_against_the_direction():
     assert not _violations()
+
+
+def module_imports() -> dict[str, set[str]]:
+    """``{module: modules of ours it imports}``, dotted names, every import at any depth
+    (lazy and ``TYPE_CHECKING`` ones included); ``from package import module`` counts as
+    importing that module. A package's own ``__init__`` is not an edge of its modules."""
+    modules = {}
+    for package in LAYERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            modules[name.removesuffix(".__init__")] = path
+    graph = {}
+    for module, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                deps.update(alias.name for alias in node.names if alias.name in modules)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                deps.update(f"{node.module}.{alias.name}" for alias in node.names
+                            if f"{node.module}.{alias.name}" in modules)
+                if node.module in modules:
+                    deps.add(node.module)
+        graph[module] = {d for d in deps if d != module and not module.startswith(d + ".")
+                         and "." in d}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    assert import_circles(module_imports()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    graph = {"a.x": {"a.y"}, "a.y": {"a.z"}, "a.z": {"a.x"}, "a.w": {"a.x"}}
+    assert import_circles(graph) == [["a.x", "a.y", "a.z"]]
 
 
 def test_the_exceptions_are_still_needed():
