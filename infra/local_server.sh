@@ -25,6 +25,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=infra/processes.sh
+. "$repo/infra/processes.sh"
 cmd=start
 home=${PREFECT_HOME:-$repo/.prefect}
 port=4200
@@ -84,15 +86,6 @@ stop_group() {  # stop_group PIDFILE WHAT: TERM the process group, KILL after 20
   rm -f "$pidfile"
 }
 
-stop_runs_of() {  # SIGKILL the flow-run processes serve process $1 left (FASTMICE_SERVED_BY)
-  local f p
-  for f in /proc/[0-9]*/environ; do
-    p=${f#/proc/}; p=${p%/environ}
-    if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "FASTMICE_SERVED_BY=$1"; then
-      kill -KILL "$p" 2>/dev/null || true
-    fi
-  done
-}
 
 pg_socket_dir() {  # a Unix socket path must stay under ~107 bytes
   if [ ${#pgdata} -lt 80 ]; then echo "$pgdata"; else echo /tmp; fi

@@ -22,6 +22,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=infra/processes.sh
+. "$repo/infra/processes.sh"
 home=${PREFECT_HOME:-$repo/.prefect}
 background=0
 port=
@@ -29,15 +31,6 @@ stop=0
 args=()
 
 die() { echo "serve.sh: $*" >&2; exit 1; }
-stop_runs_of() {  # SIGKILL the flow-run processes serve process $1 left (FASTMICE_SERVED_BY)
-  local f p
-  for f in /proc/[0-9]*/environ; do
-    p=${f#/proc/}; p=${p%/environ}
-    if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "FASTMICE_SERVED_BY=$1"; then
-      kill -KILL "$p" 2>/dev/null || true
-    fi
-  done
-}
 
 while [ $# -gt 0 ]; do
   case $1 in
