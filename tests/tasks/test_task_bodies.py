@@ -85,12 +85,12 @@ def test_group_tasks_reproduce_the_library_and_skip_stored_work(registered, blob
         again = consensus_tasks.base_cluster.fn(url, data, data, params, spec, graph, [])
         assert not again["computed"]
 
-    result = consensus_tasks.consensus.fn(url, bases, params)
+    result = consensus_tasks.consensus.fn(url, bases, params, None, data, data)
     library = fastmice.FastMICE(4, n_groups=N_GROUPS, n_anchors=50, mode=params["mode"],
                                 random_state=params["random_state"]).fit(Xs)
     np.testing.assert_array_equal(registered.get(result["consensus"])["labels"],
                                   library.labels_)
-    assert not consensus_tasks.consensus.fn(url, bases, params)["computed"]
+    assert not consensus_tasks.consensus.fn(url, bases, params, None, data, data)["computed"]
 
 
 def test_graph_rows_are_stored_per_batch_and_new_batches_are_placed(store, two_batches):
