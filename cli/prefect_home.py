@@ -145,6 +145,16 @@ def prefect_version() -> str:
         return "none"
 
 
+def package_folder(name: str) -> Path:
+    """Where the top-level package ``name`` lives (found, not imported): beside ``cli/`` in a
+    checkout; ``fastmice`` sits outside the application's folder in an installed wheel."""
+    with contextlib.suppress(ImportError, ValueError):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            return Path(spec.origin).parent
+    return ROOT / name
+
+
 def server_key() -> str:
     """What makes a shared API server and a warm process interchangeable between commands:
     the Prefect version and fastmice's ``CODE_VERSION`` (read from its file, without
@@ -153,7 +163,7 @@ def server_key() -> str:
     code = "unknown"
     with contextlib.suppress(OSError):
         found = re.search(r"^CODE_VERSION\s*=\s*['\"]([^'\"]+)",
-                          (ROOT / "fastmice" / "__init__.py").read_text(), re.M)
+                          (package_folder("fastmice") / "__init__.py").read_text(), re.M)
         code = found[1] if found else code
     return f"prefect-{prefect_version()}-code{code}"
 

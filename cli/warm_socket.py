@@ -17,6 +17,7 @@ from pathlib import Path
 from cli.prefect_home import (
     SETTING_OFF,
     choose_prefect_home,
+    package_folder,
     runtime_folder,
     server_key,
     shares_server,
@@ -38,7 +39,7 @@ def _code_fingerprint() -> list[object]:
     """What makes a warm process stale: our sources' and the installed packages' times."""
     stamps: list[object] = [os.path.abspath(sys.executable), str(ROOT), sys.version]
     for package in PACKAGES:
-        for path in sorted((ROOT / package).glob("*.py")):
+        for path in sorted(package_folder(package).glob("*.py")):
             with contextlib.suppress(OSError):
                 stat = path.stat()
                 stamps.append((path.name, stat.st_mtime_ns, stat.st_size))
