@@ -47,7 +47,8 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
         ``n_clusters`` may be ``"auto"`` (or digits, read as an int); ``metric`` may be a
         comma-separated list (``"euclidean,cosine"``); ``random_state``
         must be an int (default :data:`fastmice._params.PIPELINE_RANDOM_STATE`): a run is
-        written down and must be reproducible; ``mode`` defaults to :data:`PIPELINE_MODE`.
+        written down and must be reproducible; ``mode`` defaults to :data:`PIPELINE_MODE`,
+        ``n_jobs`` to :data:`DEFAULT_WORKERS`.
 
     Returns
     -------
@@ -71,6 +72,9 @@ def ensemble_params(n_samples: int, n_views: int, **given: Any) -> EnsembleParam
         values["n_clusters"] = int(k)
     values.setdefault("random_state", PIPELINE_RANDOM_STATE)
     values.setdefault("mode", PIPELINE_MODE)
+    # Written down as the workers it runs on, so that a record (`fastmice show`) says 2, not
+    # null; it changes no result (pipeline.keys.EXECUTION_ONLY).
+    values.setdefault("n_jobs", DEFAULT_WORKERS)
     params = EnsembleParams(**values).for_data(n_samples, n_views)
     params.to_dict()  # a run is written down: a generator as random_state is refused here
     return params
