@@ -14,13 +14,13 @@ from dataclasses import fields, replace
 from typing import Any
 
 from fastmice import EnsembleParams, resolve_metrics
+from fastmice._best import CHOICES
 from fastmice._params import DEFAULTS, PIPELINE_RANDOM_STATE, check_int, check_n_jobs
 from storage import DatasetStore
 
-__all__ = ["DEFAULTS", "DEFAULT_WORKERS", "PARAM_NAMES", "PIPELINE_MODE", "PIPELINE_RANDOM_STATE",
-           "check_int", "check_n_jobs", "drawn_params", "ensemble_params", "params_of",
-           "resolved_metrics",
-           "task_workers"]
+__all__ = ["BEST_BASE_K_CAP", "DEFAULTS", "DEFAULT_WORKERS", "PARAM_NAMES", "PIPELINE_MODE",
+           "PIPELINE_RANDOM_STATE", "check_int", "check_n_jobs", "drawn_params", "ensemble_params",
+           "params_of", "resolved_metrics", "task_workers"]
 
 #: The parameter names, in the estimator's order.
 PARAM_NAMES = tuple(f.name for f in fields(EnsembleParams))
@@ -29,6 +29,10 @@ PARAM_NAMES = tuple(f.name for f in fields(EnsembleParams))
 #: serve users who want the best clusters; the library keeps the published algorithm as its
 #: default (``fastmice.EnsembleParams.mode``).
 PIPELINE_MODE = "best"
+
+#: The best mode's base clusterings draw k up to ``min(sqrt(N), BEST_BASE_K_CAP)`` where that
+#: is more than ``2 k`` (fastmice._best.base_k_range).
+BEST_BASE_K_CAP = CHOICES.base_k_cap
 
 #: Task-runner workers when ``n_jobs`` is None: the estimator then fits one view group at a
 #: time (scikit-learn's convention); the pipeline keeps its thread pool of two.
