@@ -113,14 +113,23 @@ def _map_section(run: _Run, colours: np.ndarray, max_points: int) -> Section:
     rows = np.arange(n) if n <= max_points else np.sort(rng.choice(n, max_points, False))
     xy = consensus_map(run.consensus, run.base[rows])
     truth = None if run.truth is None else contingency_codes(run.truth)[rows]
+    clusters = np.unique(run.labels[rows])
+    cluster_names = {int(colours[c]): f"cluster {c}" for c in clusters}
+    class_names = None if run.truth is None else {
+        code: f"class {name}" for code, name in enumerate(np.unique(run.truth))}
     caption = (f"{len(rows):,} of {n:,} samples"
                f"{' (drawn at random)' if len(rows) < n else ''}, placed by the first two "
                f"principal axes of their consensus embedding (the consensus graph's "
                f"eigenvectors), coloured by cluster"
                + (" and, beside it, by true class (a cluster takes the colour of the class "
-                  "it matches)." if truth is not None else "."))
+                  "it matches)" if truth is not None else "")
+               + (". Each cluster is named at its samples' median."
+                  if figures.LEGEND_MOST < len(clusters) <= figures.LABELLED_MOST else
+                  f". {len(clusters)} clusters: too many to name, colours repeat hues."
+                  if len(clusters) > figures.LABELLED_MOST else "."))
     return Section("Map of the samples", caption,
-                   figures.sample_map(xy, colours[run.labels[rows]], truth))
+                   figures.sample_map(xy, colours[run.labels[rows]], cluster_names, truth,
+                                      class_names))
 
 
 def contingency_codes(labels: np.ndarray) -> np.ndarray:

@@ -92,38 +92,62 @@ def cluster_sizes(sizes: np.ndarray) -> str:
     return _svg(fig, "cluster-sizes")
 
 
-def _scatter(ax, xy: np.ndarray, codes: np.ndarray, n_colours: int, title: str) -> None:
-    colours = colour_table(n_colours)[codes]
+#: Up to this many clusters (or classes) a panel has a legend; up to LABELLED_MOST each is
+#: named at its points' median instead; beyond, the caption says colours repeat hues.
+LEGEND_MOST, LABELLED_MOST = 20, 100
+
+
+def _scatter(ax, xy: np.ndarray, codes: np.ndarray, colours: np.ndarray, title: str,
+             names: dict[int, str]) -> None:
     size = 4.0 if len(xy) <= 5000 else 1.5
     # Rasterised without anti-aliasing: the points' few distinct colours compress well.
-    ax.scatter(xy[:, 0], xy[:, 1], c=colours, s=size, linewidths=0, alpha=0.7, rasterized=True,
-               antialiased=False)
+    ax.scatter(xy[:, 0], xy[:, 1], c=colours[codes], s=size, linewidths=0, alpha=0.7,
+               rasterized=True, antialiased=False)
     ax.set_title(title, fontsize=10)
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_aspect("equal", adjustable="datalim")
+    if len(names) <= LEGEND_MOST:
+        for code, name in names.items():
+            ax.scatter([], [], color=colours[code], s=20, label=name)
+        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                  handletextpad=0.2, borderaxespad=0.2)
+    elif len(names) <= LABELLED_MOST:
+        for code, name in names.items():
+            at = np.median(xy[codes == code], axis=0)
+            ax.annotate(name, at, fontsize=6, ha="center", va="center",
+                        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "alpha": 0.6,
+                              "lw": 0})
 
 
-def sample_map(xy: np.ndarray, clusters: np.ndarray, classes: np.ndarray | None) -> str:
-    """The samples' 2-D map coloured by cluster and, when ``classes`` is given, by class.
+def sample_map(xy: np.ndarray, clusters: np.ndarray, cluster_names: dict[int, str],
+               classes: np.ndarray | None = None,
+               class_names: dict[int, str] | None = None) -> str:
+    """The samples' 2-D map coloured by cluster and, when ``classes`` is given, by class,
+    each panel with its legend (a name per colour).
 
     Parameters
     ----------
     xy : ndarray of shape (n_points, 2)
     clusters : ndarray of shape (n_points,)
         Colour index of each point's cluster (that of its matched class, when known).
+    cluster_names : dict
+        The name of each colour index in ``clusters`` (e.g. ``{3: "cluster 0"}``).
     classes : ndarray of shape (n_points,), optional
         Colour index of each point's true class.
+    class_names : dict, optional
+        The name of each colour index in ``classes``.
     """
     panels = 1 if classes is None else 2
-    fig = Figure(figsize=(5.2 * panels, 5.0))
+    fig = Figure(figsize=(6.2 * panels, 5.0))
     axes = fig.subplots(1, panels, squeeze=False)[0]
     # One colour table for both panels, so that a cluster and its class share a colour.
     n_colours = 1 + int(max(clusters.max(initial=0),
                             0 if classes is None else classes.max(initial=0)))
-    _scatter(axes[0], xy, clusters, n_colours, "by cluster")
+    colours = colour_table(n_colours)
+    _scatter(axes[0], xy, clusters, colours, "by cluster", cluster_names)
     if classes is not None:
-        _scatter(axes[1], xy, classes, n_colours, "by true class")
+        _scatter(axes[1], xy, classes, colours, "by true class", class_names or {})
     return _svg(fig, "sample-map")
 
 

@@ -68,9 +68,29 @@ def test_consensus_map_separates_the_consensus_clusters(blobs):
 def test_the_map_has_one_panel_without_classes_and_two_with():
     xy = np.random.default_rng(2).normal(size=(300, 2))
     codes = np.arange(300) % 3
-    one, two = figures.sample_map(xy, codes, None), figures.sample_map(xy, codes, codes)
+    names = {c: f"cluster {c}" for c in range(3)}
+    one = figures.sample_map(xy, codes, names)
+    two = figures.sample_map(xy, codes, names, codes, names)
     assert one.startswith("<svg") and one.count("<image") == 1
     assert two.count("<image") == 2
+
+
+def test_the_map_names_every_colour(monkeypatch):
+    monkeypatch.setattr(figures, "_svg", lambda fig, name: fig)  # the figure, not its SVG
+    xy = np.random.default_rng(3).normal(size=(400, 2))
+    clusters, classes = np.arange(400) % 4, np.arange(400) % 5
+    fig = figures.sample_map(xy, clusters, {c: f"cluster {c}" for c in range(4)}, classes,
+                             {c: f"class {c}" for c in range(5)})
+    by_cluster, by_class = (ax.get_legend() for ax in fig.axes)
+    assert [t.get_text() for t in by_cluster.get_texts()] == [f"cluster {c}" for c in range(4)]
+    assert [t.get_text() for t in by_class.get_texts()] == [f"class {c}" for c in range(5)]
+    # The legend's colours are the points' colours.
+    colours = figures.colour_table(5)
+    for handle, code in zip(by_class.legend_handles, range(5), strict=True):
+        np.testing.assert_allclose(handle.get_facecolor()[0], colours[code])
+    many = figures.sample_map(xy, np.arange(400) % 40, {c: f"c{c}" for c in range(40)})
+    assert many.axes[0].get_legend() is None
+    assert sorted(t.get_text() for t in many.axes[0].texts) == sorted(f"c{c}" for c in range(40))
 
 
 def test_colour_table_gives_distinct_colours_for_many_clusters():
