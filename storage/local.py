@@ -113,7 +113,8 @@ class LocalStore(BaseStore):
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root).expanduser().absolute()
+        # Normalised, so that the paths it prints (labels, quarantine) have no "..".
+        self.root = Path(os.path.abspath(Path(root).expanduser()))
         self.url = str(self.root)
         self._root_ready = False
 
