@@ -88,7 +88,7 @@ def test_the_python_lines_run():
 
 
 def _command_lines() -> list[list[str]]:
-    block, = _blocks(README[README.index("## Command line"):], "bash")
+    block = _blocks(README[README.index("## Command line"):], "bash")[0]
     commands = []
     for line in block.splitlines():
         for part in line.split("#", 1)[0].split("&&"):
@@ -108,7 +108,7 @@ def test_the_command_lines_parse_as_the_command_reads_them():
 
 
 def test_the_two_commands_exist_and_ci_runs_the_test_one():
-    block, = _blocks(README[README.index("## Two commands"):], "bash")
+    block = _blocks(README[README.index("## Two commands"):], "bash")[0]
     commands = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
     assert commands == ["bash scripts/demo.sh", "bash scripts/test.sh"]
     for command in commands:
@@ -129,7 +129,8 @@ def test_links_resolve(page):
 
 def test_the_usage_page_states_the_command_defaults():
     assert f"{DEFAULT_WORKERS} by default" in USAGE
-    assert ensemble_params(100, 2).n_jobs == DEFAULT_WORKERS  # what `show` prints
+    assert ensemble_params(100, 2, n_clusters=3).n_jobs == DEFAULT_WORKERS  # what `show` says
     assert "`--mode best|paper` (default `best`)" in USAGE
     random_state = re.search(r"`--random-state` \(also `--seed`; default (\d+)", USAGE)
-    assert random_state and int(random_state[1]) == ensemble_params(100, 2).random_state
+    assert random_state
+    assert int(random_state[1]) == ensemble_params(100, 2, n_clusters=3).random_state
