@@ -35,6 +35,7 @@ class Measurement:
     returncode: int
     peak_rss_mb: float
     tree_rss_mb: float | None = None
+    cpu_seconds: float = float("nan")
     output: Any = None
     log: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -69,7 +70,9 @@ def _tree_rss_sampler(pid: int, stop: threading.Event, peak: list[float]) -> Non
         stop.wait(0.2)
 
 
-#: Runs the command as its own child and writes that child's peak RSS (KiB) to a file. A
+#: Runs the command as its own child and writes that child's peak RSS (KiB) and its CPU seconds
+#: (user + system, its own and those of the processes it waited for: the worker processes
+#: of a Dask LocalCluster, the embedded API) to a file. A
 #: process's ru_maxrss starts at its parent's resident size when it is forked (Linux keeps
 #: the high-water mark across exec), so the command must be forked by a small process, not by
 #: a benchmark that may hold gigabytes of generated data.
@@ -80,7 +83,7 @@ if pid == 0:
     os.execvp(sys.argv[2], sys.argv[2:])
 _, status, usage = os.wait4(pid, 0)
 with open(sys.argv[1], "w") as f:
-    f.write(str(usage.ru_maxrss))
+    f.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
@@ -130,19 +133,22 @@ def run_measured(
         command=command,
         seconds=seconds,
         returncode=proc.returncode,
-        peak_rss_mb=_peak_rss_kib(rss_file) / 1024,
+        peak_rss_mb=_launcher_figures(rss_file)[0] / 1024,
+        cpu_seconds=_launcher_figures(rss_file)[1],
         tree_rss_mb=peak[0] if have_psutil else None,
         output=_parse_json(out.read_text(errors="replace")),
         log=str(log),
     )
 
 
-def _peak_rss_kib(rss_file: Path) -> float:
-    """What the launcher wrote (KiB on Linux), or NaN if it was killed first."""
+def _launcher_figures(rss_file: Path) -> tuple[float, float]:
+    """What the launcher wrote: peak RSS (KiB on Linux) and CPU seconds, NaN if it was
+    killed first."""
     try:
-        return float(rss_file.read_text())
+        rss, cpu = rss_file.read_text().split()
+        return float(rss), float(cpu)
     except (OSError, ValueError):
-        return float("nan")
+        return float("nan"), float("nan")
 
 
 def _kill_group(pid: int) -> None:
@@ -182,11 +188,11 @@ def work_folder(prefix: str, keep: bool = False) -> Iterator[Path]:
             shutil.rmtree(work, ignore_errors=True)
 
 def _stop_shared_servers(work: Path) -> None:
-    """Stop each shared API server registered under ``work`` (``cli.shared_api``'s
+    """Stop each shared API server registered under ``work`` (``processes.shared_api``'s
     ``shared.json``) and their idle watches (which would write their lock file again), as
-    the idle watch stops a server (``cli.embedded_api._stop``: SIGTERM, then SIGKILL)."""
+    the idle watch stops a server (``processes.embedded_api._stop``: SIGTERM, then SIGKILL)."""
     sys.path.insert(0, str(REPO))
-    from cli.embedded_api import _stop
+    from processes.embedded_api import _stop
     from storage.locks import process_identity
 
     for registered in work.glob("**/fastmice-api/shared/**/shared.json"):  # a folder per key
@@ -195,5 +201,5 @@ def _stop_shared_servers(work: Path) -> None:
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(OSError):
             args = cmdline.read_bytes().split(b"\0")
-            if b"cli.api_idle" in args and any(str(work).encode() in a for a in args):
+            if b"processes.api_idle" in args and any(str(work).encode() in a for a in args):
                 _stop(process_identity(int(cmdline.parent.name)))

@@ -41,7 +41,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -52,100 +51,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from _measure import run_measured  # noqa: E402
-from scale_data import write_views_dir  # noqa: E402
+from _scale_runs import _data, _env, cli, library, run_fit  # noqa: E402
 
 YTF_N = 398_191
 SECTIONS = ("n", "k", "jobs", "peers", "recluster", "refusal")
-OPT_IN = ("threads", "million")  # asked for by name
+OPT_IN = ("threads", "groups", "dask", "million")  # asked for by name
 STAGES = ("read", "anchors", "search", "graph", "eigen", "kmeans", "consensus", "write")
-
-
-def _env(work: Path) -> dict[str, str]:
-    env = dict(os.environ, PREFECT_HOME=str(work / "prefect"), PYTHONPATH=str(REPO),
-               PREFECT_SERVER_ANALYTICS_ENABLED="false")
-    env.pop("PREFECT_API_URL", None)  # the embedded API: its start-up is part of a run
-    return env
-
-
-def _data(root: Path, kind: str, n: int, k: int, rows: tuple[int, int] | None = None) -> Path:
-    name = f"{kind}-{n}-k{k}" + ("" if rows is None else f"-rows{rows[0]}-{rows[1]}")
-    folder, seconds = write_views_dir(root / name, kind, n, k, rows=rows)
-    if seconds:
-        print(f"  generated {folder} in {seconds:.0f} s", file=sys.stderr)
-    return folder
-
-
-def library(work: Path, folder: Path, k: int, n_jobs: int = -1) -> dict[str, Any]:
-    """``FastMICE(k, n_jobs=...).fit`` on views read into memory, in a new process."""
-    m = run_measured(f"fit-{folder.name}-{n_jobs}",
-                     [sys.executable, __file__, "_fit", str(folder), str(k), str(n_jobs)],
-                     _env(work), work, timeout=3600)
-    return {**(m.output or {"error": Path(m.log).read_text()[-500:]}),
-            "wall": round(m.seconds, 1), "peak_rss_gb": round(m.peak_rss_mb / 1024, 2)}
-
-
-def _runnable_threads(shares: dict[int, int], stop: threading.Event) -> None:
-    """Count, every 10 ms, how many of this process's other threads are runnable (state
-    R: running or waiting for a core; a thread waiting for a lock or for work is not)."""
-    me = threading.get_native_id()
-    while not stop.wait(0.01):
-        runnable = 0
-        for task in os.listdir("/proc/self/task"):
-            try:
-                stat = Path(f"/proc/self/task/{task}/stat").read_text()
-            except OSError:
-                continue
-            runnable += int(task) != me and stat.rsplit(")", 1)[1].split()[0] == "R"
-        shares[runnable] = shares.get(runnable, 0) + 1
-
-
-def _fit(folder: str, k: str, n_jobs: str) -> None:
-    import hashlib
-    import resource
-
-    import fastmice
-    from fastmice.metrics import clustering_scores
-
-    started = time.perf_counter()
-    paths = sorted(Path(folder).glob("view*.npy"), key=lambda p: int(p.stem[4:]))
-    Xs, y = [np.load(p) for p in paths], np.load(Path(folder) / "labels.npy")
-    read = time.perf_counter() - started
-    load = os.getloadavg()[0]
-    counts: dict[int, int] = {}
-    stop = threading.Event()
-    sampler = threading.Thread(target=_runnable_threads, args=(counts, stop), daemon=True)
-    sampler.start()
-    cpu_started = resource.getrusage(resource.RUSAGE_SELF)
-    started = time.perf_counter()
-    with fastmice.record_stages() as stages, fastmice.record_stages(clock="cpu") as cpu:
-        labels = fastmice.FastMICE(int(k), random_state=0, n_jobs=int(n_jobs)).fit(Xs).labels_
-    seconds = time.perf_counter() - started
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    stop.set()
-    sampler.join()
-    cpu_seconds = (used.ru_utime - cpu_started.ru_utime) + (used.ru_stime - cpu_started.ru_stime)
-    threads = os.cpu_count() if int(n_jobs) < 0 else min(int(n_jobs), os.cpu_count())
-    total = sum(counts.values()) or 1
-    print(json.dumps({"fit": round(seconds, 1), "read": round(read, 1),
-                      "cpu": round(cpu_seconds, 1),
-                      "busy": round(cpu_seconds / (seconds * threads), 3),
-                      "stages": {s: round(t, 1) for s, t in stages.items()},
-                      "cpu_stages": {s: round(t, 1) for s, t in cpu.items()},
-                      "runnable": {n: round(c / total, 3) for n, c in sorted(counts.items())},
-                      "labels_sha": hashlib.sha256(np.ascontiguousarray(labels, np.int64)
-                                                   .tobytes()).hexdigest()[:16],
-                      "load": [round(load, 2), round(os.getloadavg()[0], 2)],
-                      "nmi": round(clustering_scores(y, labels)["nmi"], 4)}))
-
-
-def cli(work: Path, label: str, *args: object) -> dict[str, Any]:
-    """One ``fastmice`` command (``--json``) in a new process: its summary, wall and RSS."""
-    command = [str(Path(sys.executable).parent / "fastmice"), *map(str, args), "--json",
-               "--store", str(work / "store")]
-    m = run_measured(label, command, _env(work), work, timeout=3600)
-    out = m.output or {"error": Path(m.log).read_text()[-800:]}
-    return {**out, "wall": round(m.seconds, 1), "peak_rss_gb": round(m.peak_rss_mb / 1024, 2),
-            "exit": m.returncode}
 
 
 def _exponent(xs: list[float], ys: list[float]) -> float:
@@ -204,6 +115,75 @@ def section_threads(work: Path, root: Path, args: argparse.Namespace) -> dict[st
         rows.append(run)
     same = len({r.get("labels_sha") for r in rows}) == 1
     return {"rows": rows, "labels_identical": same}
+
+
+def section_groups(work: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Peak RSS with at most 1, 2, 4... view groups at once (``--groups``) at ``--groups-n``
+    samples, k = 400, n_jobs = the largest cap: the memory each further group adds (the
+    slope of the peak RSS up to the consensus against the cap)."""
+    folder = _data(root, "latent", args.groups_n, 400)
+    rows = []
+    for cap in args.groups:
+        run = {"n": args.groups_n, "k": 400, "n_jobs": max(args.groups), "groups_at_once": cap,
+               **library(work, folder, 400, max(args.groups), cap)}
+        print(json.dumps(run), flush=True)
+        rows.append(run)
+    caps = [r["groups_at_once"] for r in rows]
+    slope = float(np.polyfit(caps, [(r.get("rss_groups_gb") or 0) * 2**30 for r in rows],
+                             1)[0]) if len(set(caps)) > 1 else None
+    return {"rows": rows, "labels_identical": len({r.get("labels_sha") for r in rows}) == 1,
+            "bytes_per_sample_per_group": None if slope is None else round(slope / args.groups_n)}
+
+
+def _pipeline_run(work: Path, label: str, folder: Path, workers: int,
+                  dask: bool) -> dict[str, Any]:
+    """``fastmice cluster`` of ``folder`` (k = 400) in its own store and Prefect home, on
+    ``workers`` task threads or Dask LocalCluster worker processes: wall, CPU, RSS, the
+    group and consensus phases, the stored bytes per artifact kind, a hash of the labels."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    own = work / label
+    own.mkdir()
+    run = cli(own, label, "cluster", folder, "--k", 400, "--n-jobs", workers,
+              *(["--dask", "local"] if dask else []))
+    n = run.get("n_samples") or 0
+    labels = None
+    if run.get("labels_path"):
+        table = pq.read_table(run["labels_path"])
+        labels = table["label"].to_numpy()[np.argsort(table["sample_id"].to_numpy())]
+    stored = {kind.name: sum(f.stat().st_size for f in kind.rglob("*") if f.is_file())
+              for kind in sorted((own / "store").glob("*")) if kind.is_dir()}
+    out = {"label": label, "n": n, "workers": workers, "dask": dask, "wall": run["wall"],
+           "cpu": run["cpu"], "peak_rss_gb": run["peak_rss_gb"],
+           "tree_rss_gb": run["tree_rss_gb"], "timings": run.get("timings"),
+           "stages": run.get("stages"), "nmi": round((run.get("scores") or {}).get("nmi", 0), 4),
+           "labels_sha": None if labels is None else hashlib.sha256(
+               np.ascontiguousarray(labels, np.int64).tobytes()).hexdigest()[:16],
+           "stored_bytes_per_sample": {k: round(v / max(n, 1), 1) for k, v in stored.items()},
+           "samples_per_worker_second": round(n / (workers * run["wall"]), 1) if n else None,
+           "cpu_us_per_sample": round(1e6 * run["cpu"] / n, 1) if n else None,
+           "load": round(os.getloadavg()[0], 2), "exit": run["exit"],
+           **({"error": run["error"]} if "error" in run else {})}
+    print(json.dumps(out), flush=True)  # one line a run, as it comes
+    shutil.rmtree(own / "store", ignore_errors=True)
+    return out
+
+
+def section_dask(work: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The pipeline on Dask: ``--dask local`` on 2 worker processes against 2 task threads
+    at ``--dask-n`` samples; then weak scaling, ``--dask-per-worker`` samples a worker on
+    1, 2, 4 worker processes (k = 400)."""
+    folder = _data(root, "latent", args.dask_n, 400)
+    threads = _pipeline_run(work, "threads-2", folder, 2, dask=False)
+    dask = _pipeline_run(work, "dask-2", folder, 2, dask=True)
+    weak = [_pipeline_run(work, f"weak-{w}", _data(root, "latent", w * args.dask_per_worker, 400),
+                          w, dask=True) for w in (1, 2, 4)]
+    return {"threads": threads, "dask": dask, "dask_over_threads": round(
+        dask["wall"] / threads["wall"], 3), "cpu_dask_over_threads": round(
+        dask["cpu"] / threads["cpu"], 3), "labels_identical": dask["labels_sha"] ==
+        threads["labels_sha"], "weak": weak}
 
 
 def _peers_python(work: Path) -> str:
@@ -300,6 +280,28 @@ def report(results: dict[str, Any]) -> str:
                          f"{r.get('busy')} | {serial} | {r.get('predicted_16_cores')} | "
                          f"{r['peak_rss_gb']} | {r.get('nmi')} | " + " | ".join(stages) + " |")
         lines.append(f"\nlabels identical: {results['threads']['labels_identical']}\n")
+    if "groups" in results:
+        lines += ["| groups at once | n_jobs | wall s | CPU s | RSS views GB | RSS to the "
+                  "consensus GB | peak RSS GB | NMI | labels |", "|" + "---|" * 9]
+        lines += [f"| {r['groups_at_once']} | {r['n_jobs']} | {r.get('fit')} | {r.get('cpu')} | "
+                  f"{r.get('rss_views_gb')} | {r.get('rss_groups_gb')} | {r['peak_rss_gb']} | "
+                  f"{r.get('nmi')} | {r.get('labels_sha')} |"
+                  for r in results["groups"]["rows"]]
+        lines.append(f"\nlabels identical: {results['groups']['labels_identical']}; "
+                     f"{results['groups']['bytes_per_sample_per_group']} bytes per sample for "
+                     f"each further group\n")
+    if "dask" in results:
+        d = results["dask"]
+        lines += ["| run | N | workers | wall s | CPU s | CPU us/sample | samples/worker/s | "
+                  "groups s | consensus s | tree RSS GB | NMI |", "|" + "---|" * 11]
+        for r in [d["threads"], d["dask"], *d["weak"]]:
+            t = r.get("timings") or {}
+            lines.append(f"| {r['label']} | {r['n']} | {r['workers']} | {r['wall']} | "
+                         f"{r['cpu']} | {r['cpu_us_per_sample']} | "
+                         f"{r['samples_per_worker_second']} | {t.get('groups')} | "
+                         f"{t.get('consensus')} | {r['tree_rss_gb']} | {r['nmi']} |")
+        lines.append(f"\nDask / threads wall {d['dask_over_threads']}, CPU "
+                     f"{d['cpu_dask_over_threads']}; labels identical: {d['labels_identical']}\n")
     for name in ("jobs", "peers", "recluster", "million", "refusal"):
         if name in results:
             lines.append(f"{name}: {json.dumps(results[name], default=str)}\n")
@@ -308,7 +310,7 @@ def report(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "_fit":
-        _fit(*sys.argv[2:5])
+        run_fit(sys.argv[2:])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sections", default=",".join(SECTIONS),
@@ -322,6 +324,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the n_jobs of section threads (comma-separated)")
     parser.add_argument("--threads-n", type=int, default=YTF_N,
                         help="the N of section threads")
+    parser.add_argument("--groups", type=lambda text: [int(n) for n in text.split(",")],
+                        default=[1, 2, 4], help="the groups at once of section groups")
+    parser.add_argument("--groups-n", type=int, default=100_000, help="the N of section groups")
+    parser.add_argument("--dask-n", type=int, default=100_000,
+                        help="the N of section dask's threads-against-Dask runs")
+    parser.add_argument("--dask-per-worker", type=int, default=25_000,
+                        help="samples per worker process of section dask's weak scaling")
     parser.add_argument("--sizes", type=lambda text: [int(n) for n in text.split(",")],
                         default=[50_000, 100_000, 200_000, YTF_N],
                         help="the N of section n (comma-separated)")

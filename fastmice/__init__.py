@@ -8,7 +8,13 @@ pipeline can call one at a time: :func:`draw_view_groups`, :func:`build_group_gr
 
 from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import ConsensusPartition, cluster_group, consensus_partition
-from fastmice._estimator import FastMICE, fast_mice, predict_group_labels
+from fastmice._estimator import (
+    FastMICE,
+    fast_mice,
+    groups_at_once,
+    groups_within,
+    predict_group_labels,
+)
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._joint_consensus import consensus_with_joint
 from fastmice._memory import MemoryEstimate, estimate_memory
@@ -52,6 +58,8 @@ __all__ = [
     "draw_view_groups",
     "estimate_memory",
     "fast_mice",
+    "groups_at_once",
+    "groups_within",
     "informed_labels",
     "is_row_reader",
     "longest_first",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -13,6 +16,7 @@ from fastmice._best import informed_labels, missing_rows
 from fastmice._consensus import cluster_group
 from fastmice._graphs import GroupAnchors, build_group_graph, transform_group_graph
 from fastmice._joint_consensus import consensus_with_joint
+from fastmice._memory import estimate_memory
 from fastmice._metric_rule import resolve_metrics
 from fastmice._parallel import map_threads, team, team_size
 from fastmice._params import DEFAULTS, EnsembleParams
@@ -20,7 +24,7 @@ from fastmice._specs import ViewGroupSpec, draw_view_groups, longest_first
 from fastmice._tcut import BipartitePartition
 from fastmice._validation import check_views
 
-__all__ = ["FastMICE", "fast_mice"]
+__all__ = ["FastMICE", "fast_mice", "groups_at_once", "groups_within"]
 
 
 def _fit_group(Xs, spec: ViewGroupSpec, empty, mode: str
@@ -47,6 +51,68 @@ THREADS_MIN_SAMPLES = 400
 #: (up to 2 x 65,536 rows of a view's sampled columns); the team's other threads take row
 #: blocks of the groups running, so fewer groups at once bound the memory, not the cores.
 GROUPS_AT_ONCE: int | None = None
+#: Peak memory each further view group at once adds to a fit, in bytes per sample
+#: (measured on 100,000 x 944/576/512/640 float32, k = 400, 4 threads: peak RSS with 1, 2 and
+#: 4 groups at once, the slope; docs/scale.md "Memory per worker"). Above the search's
+#: 65,536-row block it overstates (the block's buffers do not grow with the samples).
+GROUP_BYTES_PER_SAMPLE = 4_000
+_groups_cap: contextvars.ContextVar[int | None] = contextvars.ContextVar("groups_at_once",
+                                                                           default=None)
+
+
+@contextlib.contextmanager
+def groups_at_once(cap: int | None) -> Iterator[None]:
+    """Within it, this thread's fits and predictions compute at most ``cap`` view groups at
+    once (None: one a thread, or :data:`GROUPS_AT_ONCE`); the threads not running a group
+    help the groups running. Bounds the memory, not the cores; the labels do not depend on
+    it.
+
+    >>> from fastmice.datasets import make_multiview_blobs
+    >>> Xs, _ = make_multiview_blobs(n_samples=500, n_clusters=3, random_state=0)
+    >>> with groups_at_once(1):
+    ...     labels = FastMICE(3, random_state=0, n_jobs=2).fit(Xs).labels_
+    """
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ValueError(f"groups at once must be None or an int >= 1; got {cap!r}.")
+    token = _groups_cap.set(cap)
+    try:
+        yield
+    finally:
+        _groups_cap.reset(token)
+
+
+def groups_within(memory_limit: int, params: EnsembleParams, n_samples: int,
+                  n_features: Sequence[int], *, itemsize: int = 4,
+                  views_in_memory: bool = True) -> int:
+    """The most view groups at once whose fit stays within ``memory_limit`` bytes.
+
+    A fit with one group at once needs :func:`fastmice.estimate_memory` ``(n_workers=1)``;
+    each further group adds :data:`GROUP_BYTES_PER_SAMPLE` ``* n_samples``. At least 1 (a
+    limit below one group is for the caller to refuse).
+
+    Parameters
+    ----------
+    memory_limit : int
+        Bytes the fit may use.
+    params : EnsembleParams
+    n_samples : int
+    n_features : sequence of int
+        Features of each view.
+    itemsize : int, default=4
+        Bytes of a view's value.
+    views_in_memory : bool, default=True
+        The views are held in memory (the library's ``fit``); False where they are read
+        from disk a block of rows at a time (the pipeline).
+
+    Returns
+    -------
+    groups : int
+        For :func:`groups_at_once`, or as the number of workers of a pipeline.
+    """
+    one = estimate_memory(params, n_samples, n_features, n_workers=1, itemsize=itemsize,
+                          views_in_memory=views_in_memory).total
+    further = (memory_limit - one) // (GROUP_BYTES_PER_SAMPLE * max(1, n_samples))
+    return int(max(1, 1 + further))
 
 
 def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples: int,
@@ -57,12 +123,14 @@ def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples:
     cores go, and the labels do not depend on ``n_jobs``. In threads the groups start
     longest first (:func:`longest_first`), in the calling thread's team
     (``fastmice._parallel``): a thread with no group left helps the groups still running.
+    At most :func:`groups_at_once` groups run at once.
     """
     if effective_n_jobs(n_jobs) == 1 or n_samples < THREADS_MIN_SAMPLES:
         return [function(*args) for args in arguments]
     order = longest_first(specs)
+    cap = _groups_cap.get()
     results = map_threads(lambda i: function(*arguments[i]), order, effective_n_jobs(n_jobs),
-                          at_once=GROUPS_AT_ONCE)
+                          at_once=GROUPS_AT_ONCE if cap is None else cap)
     in_group_order = [None] * len(arguments)
     for i, result in zip(order, results, strict=True):
         in_group_order[i] = result

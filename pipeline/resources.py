@@ -4,6 +4,10 @@
 block of rows at a time, as the pipeline does) with the memory the machine has free, or
 a limit the user sets, and refuses a run that would not fit with one line saying what
 would: fewer view groups, a smaller k, fewer groups at once, or a bigger machine.
+:func:`groups_within_memory` turns the limit into the most view groups to run at once
+(:func:`fastmice.groups_within`: the estimate with one group, plus a measured number of bytes
+per sample for each further group), for the task runner's workers or
+:func:`fastmice.groups_at_once`.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
-from fastmice import EnsembleParams, MemoryEstimate, estimate_memory
+from fastmice import EnsembleParams, MemoryEstimate, estimate_memory, groups_within
 from pipeline.params import task_workers
 
-__all__ = ["NotEnoughMemoryError", "available_memory", "check_memory", "parse_size"]
+__all__ = ["NotEnoughMemoryError", "available_memory", "check_memory", "groups_within_memory",
+           "parse_size"]
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
@@ -59,8 +64,38 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
+def groups_within_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[int],
+                         *, itemsize: int = 4, limit: int | None = None) -> int:
+    """The most view groups a pipeline run may compute at once within the memory.
+
+    Parameters
+    ----------
+    params : EnsembleParams
+        Its ``n_jobs`` gives the most (:func:`task_workers`).
+    n_samples : int
+    n_features : sequence of int
+    itemsize : int, default=4
+    limit : int, optional
+        Bytes the run may use (default: the memory free now; unknown: no fewer groups).
+
+    Returns
+    -------
+    groups : int
+        In ``[1, task_workers(params.n_jobs)]``; for the task runner's workers (``n_jobs``)
+        and ``check_memory(groups=...)``. Where even one group does not fit,
+        :func:`check_memory` refuses the run.
+    """
+    workers = task_workers(params.n_jobs)
+    budget = available_memory() if limit is None else limit
+    if budget is None:
+        return workers
+    return min(workers, groups_within(budget, params, n_samples, n_features, itemsize=itemsize,
+                                      views_in_memory=False))
+
+
 def check_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[int], *,
-                 itemsize: int = 4, limit: int | None = None) -> MemoryEstimate:
+                 itemsize: int = 4, limit: int | None = None,
+                 groups: int | None = None) -> MemoryEstimate:
     """The run's memory estimate, if it fits; otherwise refuse it, saying what would fit.
 
     Parameters
@@ -73,6 +108,9 @@ def check_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[in
         Bytes of a dense view's value.
     limit : int, optional
         Bytes the run may use (default: the memory free now; unknown: no check).
+    groups : int, optional
+        View groups the run computes at once (default: :func:`task_workers` of
+        ``params.n_jobs``; :func:`groups_within_memory` gives the most that fit).
 
     Returns
     -------
@@ -84,8 +122,9 @@ def check_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[in
         One line: the estimate, the limit, and the changes that would fit.
     """
     def estimate(p: EnsembleParams) -> MemoryEstimate:
-        return estimate_memory(p, n_samples, n_features, n_workers=task_workers(p.n_jobs),
-                               itemsize=itemsize)
+        at_once = task_workers(p.n_jobs) if groups is None or p.n_jobs != params.n_jobs \
+            else groups
+        return estimate_memory(p, n_samples, n_features, n_workers=at_once, itemsize=itemsize)
 
     needed = estimate(params)
     budget = available_memory() if limit is None else limit
