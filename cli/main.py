@@ -1,11 +1,10 @@
 """The ``fastmice`` command: cluster multi-view data through the resumable Prefect pipeline.
 
-Subcommands: ``cluster``, ``extend``, ``append``, ``recluster``, ``runs``, ``show``,
-``report``, ``fsck``, ``store``, ``rm``, ``gc`` (:mod:`cli.store_commands`), ``export``,
-``label`` (:mod:`cli.result_commands`), ``daemon`` (:mod:`cli.daemons`); each has
-``--help``. Human-readable output and a
-progress bar over view groups by default; with ``--json``, exactly one JSON object on stdout
-(Prefect's and Dask's logs go to stderr).
+Subcommands, each in :mod:`cli.commands` (its table says which file holds which):
+``cluster``, ``extend``, ``recluster``, ``append``, ``runs``, ``show``, ``report``,
+``fsck``, ``store``, ``rm``, ``gc``, ``export``, ``label``, ``daemon``; each has ``--help``.
+Human-readable output and a progress bar over view groups by default; with ``--json``,
+exactly one JSON object on stdout (Prefect's and Dask's logs go to stderr).
 
 Every input is validated before anything is written, so an unreadable file, a wrong layout,
 mismatched views, a bad parameter, a bad ``--store``, an unknown run or a usage error exits
@@ -27,15 +26,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from cli import commands
-from cli.daemons import add_daemon_parser
-from cli.engine import configure_environment
-from cli.options import add_ensemble_options, add_jobs_option
+from cli.commands import append, cluster, daemon, report, results, runs, store
+from cli.options import add_jobs_option
 from cli.output import Output, message, store_warnings
-from cli.report_command import add_report_arguments, cmd_report
-from cli.result_commands import add_result_parsers
-from cli.store_commands import add_store_commands
 from cli.stores import checked_store
+from processes.engine import configure_environment
 
 __all__ = ["build_parser", "main"]
 
@@ -75,103 +70,12 @@ def _common(parser: argparse.ArgumentParser, *, runs_flow: bool = False) -> None
     parser.add_argument("--verbose", action="store_true", help="show Prefect's logs")
 
 
-def _id_column(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--id-column", metavar="NAME",
-                        help="the column of sample ids in .parquet/.csv views: stored with "
-                             "the data, carried into every labels table, and the views' rows "
-                             "are aligned by it")
 
 
-def _add_cluster(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="cluster data with a new ensemble",
-                       description="Register DATA as a dataset and cluster it with a new "
-                                   "FastMICE ensemble. DATA: one .npz (view0, view1, ..., "
-                                   "optional labels), one .mat, one .npy/.parquet/.csv file "
-                                   "per view, or a directory of view*.npy files with an "
-                                   "optional labels.npy. Labels are used only for scores and "
-                                   "the default k.")
-    p.add_argument("data", nargs="+", metavar="DATA")
-    add_ensemble_options(p, k_help="number of clusters, or 'auto' to choose it from the data "
-                                   "(default: the number of classes in the data's labels, "
-                                   "else auto)")
-    p.add_argument("--name", metavar="DATASET",
-                   help="dataset name (default: from the file name)")
-    _id_column(p)
-    p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
-    _finish(p, commands.cmd_cluster, runs_flow=True)
 
 
-def _add_extend(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("extend", help="add view groups to a run's ensemble",
-                       description="Add DM view groups to the ensemble of RUN (the old groups "
-                                   "are reused) and compute a new consensus, as a new run.")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--groups", type=int, required=True, metavar="DM",
-                   help="number of view groups to add")
-    _finish(p, commands.cmd_extend, runs_flow=True, jobs=True)
 
 
-def _add_append(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("append", help="add a batch of new samples to a dataset",
-                       description="Store DATA (same views and features as the dataset) as "
-                                   "the next batch of DATASET; `fastmice recluster DATASET` "
-                                   "then labels every sample.")
-    p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("data", nargs="+", metavar="DATA")
-    _id_column(p)
-    _finish(p, commands.cmd_append)
-
-
-def _add_recluster(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("recluster", help="relabel a dataset after new batches arrived",
-                       description="Cluster every sample of DATASET with its latest "
-                                   "ensemble: the old batches' graph rows are reused, new "
-                                   "batches are placed with the ensemble's anchors (or new "
-                                   "anchors with --refresh-anchors), the base clusterings "
-                                   "are extended to them and the consensus is refined from "
-                                   "the latest run's.")
-    p.add_argument("dataset", metavar="DATASET")
-    p.add_argument("--refresh-anchors", action="store_true",
-                   help="draw new anchors from every batch (recomputes every group)")
-    p.add_argument("--from-scratch", action="store_true",
-                   help="compute the base clusterings and the consensus anew instead of "
-                        "refining the latest run's")
-    p.add_argument("--run-name", metavar="RUN", help="run id (default: generated)")
-    _finish(p, commands.cmd_recluster, runs_flow=True, jobs=True)
-
-
-def _add_listing(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("runs", help="list the runs", description="List the runs of the store.")
-    p.add_argument("--dataset", metavar="DATASET", help="only the runs of this dataset")
-    _finish(p, commands.cmd_runs)
-    p = sub.add_parser("show", help="show one run", description="Show the record of RUN.")
-    p.add_argument("run", metavar="RUN")
-    _finish(p, commands.cmd_show)
-
-
-def _add_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write a run's report (HTML)",
-                       description="Write the report of RUN as one self-contained HTML file "
-                                   "that opens offline: cluster sizes, a 2-D map of the "
-                                   "samples, agreement between the base clusterings, the "
-                                   "confusion matrix (when the data carry labels), the view "
-                                   "groups, the time per stage, and what changed against the "
-                                   "run a recluster or an extend started from.")
-    add_report_arguments(p)
-    _finish(p, cmd_report)
-
-
-def _add_fsck(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fsck", help="check (and repair) the store",
-                       description="Verify every checksum and every reference of the store "
-                                   "and say what was found; with --repair, set corrupt files "
-                                   "aside in quarantine, rebuild lost labels tables from their "
-                                   "consensus and remove old leftovers of killed writes. Exit "
-                                   "status 1 if something still needs you (a damaged input "
-                                   "batch: register the same data again).")
-    p.add_argument("--repair", action="store_true",
-                   help="repair what can be repaired (default: only report)")
-    _finish(p, commands.cmd_fsck)
 
 
 def _finish(p: argparse.ArgumentParser, handler: Any, *, runs_flow: bool = False,
@@ -191,12 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  "Run `fastmice COMMAND --help` for a command's options.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
-    for add in (_add_cluster, _add_extend, _add_append, _add_recluster, _add_listing,
-                _add_report, _add_fsck):
-        add(sub)
-    add_store_commands(sub, _finish)
-    add_result_parsers(sub, _finish)
-    add_daemon_parser(sub, _finish)
+    for command in (cluster, append, runs, report, store, results, daemon):
+        command.add_parsers(sub, _finish)
     return parser
 
 

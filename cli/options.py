@@ -8,10 +8,15 @@ The names, defaults and checks are :class:`fastmice.EnsembleParams`'; an option 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
+from cli.output import CommandError
+from pipeline.commands.errors import ParameterError, RequestError
 from pipeline.params import (
+    BEST_BASE_K_CAP,
     DEFAULT_WORKERS,
     DEFAULTS,
     PARAM_NAMES,
@@ -19,7 +24,8 @@ from pipeline.params import (
     PIPELINE_RANDOM_STATE,
 )
 
-__all__ = ["OPTIONS", "add_ensemble_options", "ensemble_values", "option_names"]
+__all__ = ["OPTIONS", "add_ensemble_options", "add_id_column", "ensemble_values", "option_names",
+           "worded"]
 
 #: The option of each parameter (``--random-state`` also answers to ``--seed``).
 OPTIONS = {"n_clusters": "--k", "n_groups": "--groups", "n_anchors": "--anchors",
@@ -72,7 +78,8 @@ def add_ensemble_options(parser: argparse.ArgumentParser, k_help: str) -> None:
              f"{_default('feature_ratio')})")
     add("--base-clusters", type=_pair, metavar="LOW,HIGH",
         help=f"range of a base clustering's cluster count, in multiples of k (default: "
-             f"{_default('base_clusters')})")
+             f"{_default('base_clusters')}; the best mode raises the top to min(sqrt(N), "
+             f"{BEST_BASE_K_CAP}) clusters where that is more)")
     add("--metric", help="euclidean, cosine, hellinger or auto (cosine for sparse non-negative "
                          "views, in the best mode hellinger for histograms), or one per view, "
                          "comma-separated (default: auto in the best mode, euclidean in the "
@@ -103,3 +110,23 @@ def option_names(message: str) -> str:
     for param, option in OPTIONS.items():
         message = re.sub(rf"\b{param}=", f"{option} ", message)
     return message
+
+
+def add_id_column(parser: argparse.ArgumentParser) -> None:
+    """``--id-column NAME`` (``cluster``, ``append``)."""
+    parser.add_argument("--id-column", metavar="NAME",
+                        help="the column of sample ids in .parquet/.csv views: stored with "
+                             "the data, carried into every labels table, and the views' rows "
+                             "are aligned by it")
+
+
+@contextlib.contextmanager
+def worded() -> Iterator[None]:
+    """Errors of the application layer (:mod:`pipeline.commands.errors`) as the command's: a
+    wrong parameter said with the command's option names."""
+    try:
+        yield
+    except ParameterError as exc:
+        raise CommandError(option_names(str(exc))) from None
+    except RequestError as exc:
+        raise CommandError(str(exc)) from None

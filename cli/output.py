@@ -43,6 +43,10 @@ class Output:
             os.close(self._stdout)
             self._stdout = None
 
+    def progress(self) -> ProgressBar | None:
+        """The listener that draws a flow's progress on stderr (none with ``--json``)."""
+        return None if self.json_mode else ProgressBar()
+
     def result(self, obj: dict[str, Any], text: str) -> None:
         """Write the result: ``obj`` as one JSON line (with ``warnings`` if there were any),
         or ``text``."""
@@ -178,20 +182,23 @@ def message(exc: BaseException) -> str:
 
 
 def _work_lines(summary: dict[str, Any]) -> list[str]:
-    """What the run built, extended, reclustered and reused."""
+    """What the run built, extended, reclustered and reused: each view group once, by what
+    it took (its base clustering with it: ``built``, ``extended``, ``reclustered`` or
+    ``reused``, the words of the progress bar), then the graphs, the rows of later batches
+    and the consensus."""
     work = summary.get("work") or {}
     kinds = summary.get("group_work")
     if kinds is None:  # a record written before the groups were counted by kind
         kinds = {"computed": summary["groups_computed"], "reused": summary["groups_reused"]}
     groups = ", ".join(f"{n} {kind}" for kind, n in kinds.items() if n) or "none"
-    placed = work.get("row_batches_computed", 0) + work.get("row_batches_reused", 0)
-    rows = (f"; rows of later batches: {work.get('row_batches_computed', 0)} placed, "
-            f"{work.get('row_batches_reused', 0)} reused") if placed else ""
+    placed, reused = work.get("row_batches_computed", 0), work.get("row_batches_reused", 0)
+    rows = (f"; rows of later batches: {placed} placed" + (f", {reused} reused" if reused
+                                                           else "")) if placed + reused else ""
     consensus = summary.get("consensus_work") or (
         "computed" if work.get("consensus") else "reused")
     return [f"ensemble   k={summary['n_clusters']}, {summary['n_groups']} view groups: {groups}",
-            f"work       graphs: {work.get('graphs_built', 0)} built{rows}; base clusterings: "
-            f"{work.get('base_clusterings', 0)} computed; consensus {consensus}"]
+            f"work       graphs: {work.get('graphs_built', 0)} built{rows}; "
+            f"consensus {consensus}"]
 
 
 def run_text(summary: dict[str, Any]) -> str:

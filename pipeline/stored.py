@@ -13,6 +13,11 @@ an object store the stored answer costs a few round trips instead of one per rec
 store. An answer that no longer holds (a removed or rewritten run or dataset, a corrupt
 record or labels table, another batch) answers nothing: the command takes the usual path.
 ``fastmice rm`` and ``gc`` remove the answers of the runs and datasets they remove.
+
+:func:`stored_answer` and :func:`answer_unchanged_files` make the decision for a command
+(:mod:`pipeline.commands`): the summary to print, with nothing computed, or None. When every
+run must show in a Prefect server (``records_runs``: ``PREFECT_API_URL`` set), nothing is
+answered from the store and the command runs its flow (every step reused).
 """
 
 from __future__ import annotations
@@ -24,15 +29,17 @@ from typing import Any
 
 import fastmice
 from pipeline.keys import RUN
-from pipeline.plans import Plan, cluster_plan
+from pipeline.params import ensemble_params
+from pipeline.plans import Plan, cluster_plan, plan_cluster
 from pipeline.results import labels_damage
-from pipeline.runs import list_runs
+from pipeline.runs import list_runs, run_summary
+from pipeline.sources import recall_source
 from storage import ArtifactIntegrityError, ArtifactNotFoundError, ArtifactRef, DatasetStore
 from storage.datasets import RECORD_KIND
 from storage.usage import remove_record
 
-__all__ = ["ANSWER", "answer_name", "forget_answers", "recall_answer", "remember_answer",
-           "stored_run"]
+__all__ = ["ANSWER", "answer_name", "answer_unchanged_files", "forget_answers", "keep_answer",
+           "recall_answer", "remember_answer", "stored_answer", "stored_run"]
 
 #: Parameters that change no result.
 _NO_RESULT = ("n_jobs",)
@@ -162,3 +169,75 @@ def forget_answers(store: Any, runs: set[str] | None = None,
                                                         and run_id not in keep_runs):
                 removed += remove_record(store, ANSWER, name)
     return removed
+
+
+def stored_answer(store: Any, plan: Plan, records_runs: bool = False) -> dict[str, Any] | None:
+    """The summary to print if ``plan``'s result is stored (:func:`stored_run`), unless
+    ``records_runs`` (every run must be a flow run that a Prefect server records)."""
+    if records_runs:
+        return None
+    record = stored_run(store, plan)
+    return None if record is None else _answered(record)
+
+
+def _answered(record: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a stored answer from run ``record``."""
+    summary = run_summary(record)
+    summary.update(groups_computed=0, groups_reused=record["n_groups"], work={},
+                   group_work={"reused": record["n_groups"]}, consensus_work="reused",
+                   seconds=0.0, stages={}, answered_from_store=True)
+    return summary
+
+
+def answer_unchanged_files(store: Any, stamp: str | None, dataset: str,
+                           values: dict[str, Any],
+                           records_runs: bool = False) -> dict[str, Any] | None:
+    """The stored answer to ``cluster`` of files unchanged since they were registered as
+    ``dataset`` (:mod:`pipeline.sources`), found without reading them; else None.
+
+    ``values`` are the command's ensemble parameters (``None``: not given), completed as
+    the usual path completes them from the data: k from the labels' classes, ``"auto"``
+    metrics by the rule's choice for each view. The answer the same command kept
+    (:func:`recall_answer`) is tried first; an answer found otherwise is kept for the next
+    time. None whenever ``records_runs`` (:func:`stored_answer`).
+    """
+    if stamp is None or records_runs:
+        return None
+    name = answer_name(stamp, values)
+    record = recall_answer(store, name)
+    if record is not None:
+        return _answered(record)
+    source = recall_source(store, stamp, dataset)
+    if source is None:
+        return None
+    values = dict(values)
+    if values["n_clusters"] is None:
+        values["n_clusters"] = source["n_classes"] or "auto"
+    try:
+        params = ensemble_params(source["n_samples"], source["n_views"], **values)
+    except ValueError:
+        return None  # the usual path says what is wrong
+    given = [params.metric] * source["n_views"] if isinstance(params.metric, str) \
+        else list(params.metric)
+    # "auto" chooses by the mode (the best mode's histograms): choices kept in another mode
+    # (or before the source recorded its mode, when only the paper's rule existed) are not
+    # this command's.
+    kept = source["auto_metrics"] if source.get("auto_mode", "paper") == params.mode \
+        else [None] * source["n_views"]
+    metrics = [auto if m == "auto" else m for m, auto in zip(given, kept, strict=True)]
+    if None in metrics:
+        return None  # "auto" for a view whose choice was not kept: read the data
+    values["metric"] = metrics
+    summary = stored_answer(store, plan_cluster(store, dataset, **values))
+    if summary is not None:
+        remember_answer(store, name, summary["run_id"], values)
+    return summary
+
+
+def keep_answer(store: Any, stamp: str | None, given: dict[str, Any], run_id: str,
+                values: dict[str, Any]) -> None:
+    """Keep run ``run_id`` as the answer to ``cluster`` of the files of ``stamp`` with the
+    ensemble parameters ``given`` (as given), its plan made with ``values``
+    (:func:`remember_answer`); nothing if the files have no stamp."""
+    if stamp is not None:
+        remember_answer(store, answer_name(stamp, given), run_id, values)

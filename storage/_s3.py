@@ -5,7 +5,7 @@ endpoint rules: ~0.1 s), and s3fs creates a client for each filesystem it opens.
 :class:`~storage.fsspec_store.FsspecStore` of an ``s3://`` URL gives s3fs a botocore session
 of this process (:func:`s3_options`) whose data loader is shared; :func:`warm_s3` fills that
 loader, and makes an unused session, before a process forks the commands that will use them
-(``cli.warm``). Neither reads credentials nor makes a request: a session reads its
+(``processes.warm``). Neither reads credentials nor makes a request: a session reads its
 credentials and configuration when its first client is made, in the process that uses it.
 
 Likewise the SSL context that verifies the server's certificate: aiobotocore parses the CA

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.api_server import check_port
-from cli.output import CommandError
+from processes.api_server import check_port
+from processes.errors import ProcessError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def test_a_port_just_released_is_free_and_one_in_use_is_refused(monkeypatch):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         monkeypatch.setenv("FASTMICE_API_PORT", str(taken.getsockname()[1]))
-        with pytest.raises(CommandError, match=r"cannot listen on 127\.0\.0\.1"):
+        with pytest.raises(ProcessError, match=r"cannot listen on 127\.0\.0\.1"):
             check_port(wait=0.5)
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli.prefect_home import choose_prefect_home, foreign_database, known_revisions
 from pipeline.ingest import save_views_dir
+from processes.prefect_home import choose_prefect_home, foreign_database, known_revisions
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A revision no Prefect of ours knows, as a newer Prefect's migration would write.
@@ -92,7 +92,7 @@ def test_a_foreign_database_fails_the_command_in_one_line(tmp_path, tiny):
 
 SERVER = """
 import socket, sys
-from cli.api_server import start_server
+from processes.api_server import start_server
 from cli.output import CommandError
 
 class Server:  # what start_server needs of Prefect's SubprocessASGIServer
@@ -197,7 +197,7 @@ def test_flow_runs_send_heartbeats_only_to_a_prefect_the_user_chose(prefect_api)
     from prefect import flow
     from prefect.settings import get_current_settings
 
-    from cli.engine import _without_heartbeats
+    from processes.engine import _without_heartbeats
 
     def heartbeat_threads() -> int:  # Prefect's: Thread(target=context.run, args=(loop,))
         return sum(1 for t in threading.enumerate()

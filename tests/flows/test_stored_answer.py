@@ -77,7 +77,7 @@ def test_a_stored_run_is_answered_without_prefect_unless_a_server_is_set(prefect
 
 def test_unchanged_files_are_answered_without_reading_them(prefect_api, tmp_path, blobs,
                                                            monkeypatch, capfd):
-    import cli.commands
+    import pipeline.commands.cluster
     from cli.main import main
     from pipeline.sources import SOURCE
 
@@ -92,8 +92,8 @@ def test_unchanged_files_are_answered_without_reading_them(prefect_api, tmp_path
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     reads = []
-    real_read = cli.commands.read_samples
-    monkeypatch.setattr(cli.commands, "read_samples",
+    real_read = pipeline.commands.cluster.read_samples
+    monkeypatch.setattr(pipeline.commands.cluster, "read_samples",
                         lambda *a, **k: reads.append(a) or real_read(*a, **k))
 
     def answer() -> dict:
@@ -122,8 +122,8 @@ def test_auto_metrics_kept_in_one_mode_never_answer_another(prefect_api, tmp_pat
     a best-mode run made with those metrics given would answer it."""
     from cli.main import build_parser
     from cli.options import ensemble_values
-    from cli.stored import answer_unchanged_files
     from pipeline.sources import source_stamp
+    from pipeline.stored import answer_unchanged_files
 
     rng = np.random.default_rng(0)
     classes = np.repeat(np.arange(3), 40)

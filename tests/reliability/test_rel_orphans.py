@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from reliability_kit import OPTIONS, make_data, start_cli, wait_until
 
-from cli.embedded_api import reap_stale_servers, registry
+from processes.embedded_api import reap_stale_servers, registry
 from storage.locks import owner_alive, process_identity
 
 pytestmark = [pytest.mark.slow]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from reliability_kit import OPTIONS, make_data, one_json, run_cli, start_cli, wait_until
 
-from cli.shared_api import shared_folder
+from processes.shared_api import shared_folder
 from storage.locks import owner_alive
 
 pytestmark = [pytest.mark.slow]
@@ -45,7 +45,7 @@ def test_commands_share_one_server_that_stops_when_idle_even_after_kill_9(data, 
     # A second command (other data: a flow runs) joins the same server, and is killed -9.
     proc = start_cli(["cluster", data["new"], "--k", "3", "--groups", "3", "--store",
                       tmp_path / "s2"], **env)
-    # (registered under its own pid, or its warm child's: cli.warm)
+    # (registered under its own pid, or its warm child's: processes.warm)
     joined = wait_until(lambda: any((folder / "clients").glob("*.json")), 120)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -54,10 +54,10 @@ def test_commands_share_one_server_that_stops_when_idle_even_after_kill_9(data, 
 
     stopped = wait_until(lambda: not owner_alive(server), IDLE + 60)
     cleaned = wait_until(lambda: not (folder / "shared.json").exists(), 20)
-    watch_gone = wait_until(lambda: not any("cli.api_idle" in _cmdline(p) and str(folder) in
+    watch_gone = wait_until(lambda: not any("processes.api_idle" in _cmdline(p) and str(folder) in
                                             _cmdline(p) for p in Path("/proc").glob("[0-9]*")),
                             20)
-    warm_gone = wait_until(lambda: not any("cli.warm" in _cmdline(p)
+    warm_gone = wait_until(lambda: not any("processes.warm" in _cmdline(p)
                                            for p in _children_of(env)), 20)
     ok = joined and same and stopped and cleaned and watch_gone and warm_gone
     assert battery.record("no orphans", "the shared API server: a second command joins it and "

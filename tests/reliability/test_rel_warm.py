@@ -1,4 +1,4 @@
-"""The warm process (:mod:`cli.warm`): in fastmice's own Prefect home, a command after the
+"""The warm process (:mod:`processes.warm`): in fastmice's own Prefect home, a command after the
 first runs in a forked child of a process that has everything imported. Its output, exit
 status, Ctrl-C and ``kill -9`` must be those of a command run in place, and it must never
 outlive the shared API server."""
@@ -16,7 +16,7 @@ import pytest
 from reliability_kit import OPTIONS, labels_of, make_data, one_json, run_cli, start_cli, wait_until
 
 from cli.launch import warm_socket
-from cli.shared_api import shared_folder
+from processes.shared_api import shared_folder
 from storage import open_store
 
 pytestmark = [pytest.mark.slow]

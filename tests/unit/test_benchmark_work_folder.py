@@ -23,10 +23,10 @@ def _fake_server(work):
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                               start_new_session=True)
     watch = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
-                              "cli.api_idle", str(folder)], start_new_session=True)
+                              "processes.api_idle", str(folder)], start_new_session=True)
     (folder / "shared.json").write_text(json.dumps({"server": process_identity(server.pid)}))
     cmdline = Path(f"/proc/{watch.pid}/cmdline")
-    while b"cli.api_idle" not in cmdline.read_bytes():  # started, as a real watch has
+    while b"processes.api_idle" not in cmdline.read_bytes():  # started, as a real watch has
         time.sleep(0.01)
     return server, watch
 

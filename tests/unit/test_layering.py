@@ -1,5 +1,5 @@
-"""Imports go one way: cli -> flows -> tasks -> pipeline -> {fastmice, storage}, and no
-modules import each other in a circle.
+"""Imports go one way: cli -> processes -> flows -> tasks -> pipeline -> {fastmice, storage},
+and no modules import each other in a circle.
 
 Every import statement of every module (at any depth: a function's lazy import counts) is
 read with :mod:`ast`. Print the import graph by layer with::
@@ -24,7 +24,8 @@ LAYERS = {
     "pipeline": {"fastmice", "storage"},
     "tasks": {"pipeline", "fastmice", "storage"},
     "flows": {"tasks", "pipeline", "fastmice", "storage"},
-    "cli": {"flows", "tasks", "pipeline", "fastmice", "storage"},
+    "processes": {"flows", "tasks", "pipeline", "fastmice", "storage"},
+    "cli": {"processes", "flows", "tasks", "pipeline", "fastmice", "storage"},
 }
 #: The only third-party packages each bottom layer may import (besides the standard library).
 THIRD_PARTY = {
@@ -32,7 +33,7 @@ THIRD_PARTY = {
     "storage": {"numpy", "scipy", "pyarrow", "fsspec"},
     "pipeline": {"numpy", "scipy", "pyarrow", "matplotlib"},
 }
-#: Packages only the orchestration layers (tasks, flows, cli) may import.
+#: Packages only the orchestration layers (tasks, flows, processes, cli) may import.
 PREFECT = {"prefect", "prefect_dask", "distributed", "dask"}
 #: Named exceptions, each with its reason (imports made only when a function is called).
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -169,7 +170,7 @@ def test_lower_layers_load_no_prefect_and_nothing_above_them():
         for p in (ROOT / layer).rglob("*.py") if p.name != "__main__.py")
     code = (f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('prefect', 'tasks', 'flows', 'cli'))\nassert not bad, bad")
+            "('prefect', 'tasks', 'flows', 'processes', 'cli'))\nassert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0, result.stderr

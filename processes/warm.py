@@ -2,11 +2,13 @@
 
 Started by a command that used the shared local API server (:func:`spawn`, detached, in the
 environment that command was started with), it imports the command line, the flows,
-Prefect and matplotlib once, then listens on the Unix socket :func:`cli.warm_socket.warm_socket`
-names (``$TMPDIR/fastmice-warm-<uid>/``, a folder only its user can enter). For each
-command it forks a child that takes the command's standard streams, working directory,
-environment and umask and runs :func:`cli.main.main`; the child tells the command its pid
-(signals are forwarded to it) and, at the end, its exit status. If the command goes away
+Prefect and matplotlib once, then listens on the Unix socket
+:func:`processes.warm_socket.warm_socket` names (``$TMPDIR/fastmice-warm-<uid>/``, a
+folder only its user can enter). For each command it forks a child that takes the
+command's standard streams, working directory, environment and umask and runs the
+command's entry function (named when it is started: ``python -m processes.warm SOCKET
+MODULE:FUNCTION``; the command line's is ``cli.main:main``); the child tells the command
+its pid (signals are forwarded to it) and, at the end, its exit status. If the command goes away
 (``kill -9``, a closed terminal), the child and every process it started are killed, as
 they would be with the command.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import importlib
 import io
 import json
 import os
@@ -36,14 +39,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cli.daemons import register, used_stamp
-from cli.warm_socket import warm_socket
+from processes.daemons import register, used_stamp
+from processes.warm_socket import warm_socket
 
 __all__ = ["serve", "spawn"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Modules a command may import late; the warm process imports them once.
-WARM_MODULES = ("cli.main", "flows.pipeline", "flows.runners", "pipeline.progress",
+WARM_MODULES = ("flows.pipeline", "flows.runners", "pipeline.progress",
                 "pipeline.report", "pipeline.report_render", "pipeline.report_figures",
                 "matplotlib.backends.backend_svg", "prefect.artifacts", "prefect.flow_engine",
                 "prefect.task_engine", "prefect.utilities.visualization", "fastapi",
@@ -74,9 +77,10 @@ def _lock(path: Path) -> int | None:
     return fd
 
 
-def spawn(environ: Mapping[str, str]) -> int | None:
+def spawn(environ: Mapping[str, str], entry: str) -> int | None:
     """Start the warm process for commands in ``environ``, unless one runs already; its pid
-    (None if none was started)."""
+    (None if none was started). ``entry`` (``"module:function"``) runs each command: it is
+    given the command's arguments and returns its exit status."""
     path = warm_socket(environ)
     if path is None:
         return None
@@ -88,17 +92,17 @@ def spawn(environ: Mapping[str, str]) -> int | None:
     env = dict(environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(ROOT), environ.get("PYTHONPATH")])))
     with open(path.with_suffix(".log"), "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "cli.warm", str(path)], env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        return subprocess.Popen([sys.executable, "-m", "processes.warm", str(path), entry],
+                                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, close_fds=True).pid
 
 
 def _shared_server() -> dict[str, Any] | None:
     """The shared API server of this environment's Prefect home, if it runs; its URL is put
     in ``PREFECT_API_URL`` before Prefect is imported."""
-    from cli.api_server import healthy
-    from cli.engine import configure_environment
-    from cli.shared_api import shared_folder
+    from processes.api_server import healthy
+    from processes.engine import configure_environment
+    from processes.shared_api import shared_folder
     from storage.locks import owner_alive
 
     configure_environment(False)
@@ -144,7 +148,14 @@ def _streams(fds: list[int]) -> None:
                                   line_buffering=True, errors="backslashreplace")
 
 
-def _run_child(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+def _entry(entry: str) -> Any:
+    """The function ``"module:function"`` names (its module imported)."""
+    module, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _run_child(connection: socket.socket, request: dict[str, Any], fds: list[int],
+               entry: str) -> None:
     """In the forked child: run the command as the command itself would; never returns."""
     os.setpgrp()  # the command's own processes (Dask workers, say) go with it
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
@@ -173,9 +184,7 @@ def _run_child(connection: socket.socket, request: dict[str, Any], fds: list[int
         if os.environ.get("FASTMICE_DEBUG"):
             print(f"fastmice: run by the warm process {os.getppid()} in process "
                   f"{os.getpid()}", file=sys.stderr, flush=True)
-        from cli.main import main
-
-        status = main(request["argv"])
+        status = _entry(entry)(request["argv"])
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
         if isinstance(exc.code, str):
@@ -215,7 +224,8 @@ def _reap() -> int:
     return running
 
 
-def _accept(listener: socket.socket, idle: float, server: dict[str, Any], used: Path) -> None:
+def _accept(listener: socket.socket, idle: float, server: dict[str, Any], used: Path,
+            entry: str) -> None:
     """Serve commands until the shared server is gone or ``idle`` seconds pass unused (the
     time of the last command is ``used``'s)."""
     from storage.locks import owner_alive
@@ -247,7 +257,7 @@ def _accept(listener: socket.socket, idle: float, server: dict[str, Any], used: 
             if os.fork() == 0:
                 listener.close()
                 connection.settimeout(None)
-                _run_child(connection, request, fds)
+                _run_child(connection, request, fds, entry)
             for fd in fds:
                 os.close(fd)
 
@@ -267,9 +277,10 @@ def _warm_s3() -> None:
         print(f"S3 clients not prepared: {exc!r}", file=sys.stderr)
 
 
-def serve(path: Path) -> int:
-    """Import everything, then serve the commands of ``path`` (see the module)."""
-    from cli.shared_api import idle_seconds
+def serve(path: Path, entry: str) -> int:
+    """Import everything, then serve the commands of ``path`` with ``entry``
+    (``"module:function"``; see the module)."""
+    from processes.shared_api import idle_seconds
 
     lock = _lock(path.with_suffix(".lock"))
     if lock is None:
@@ -278,7 +289,7 @@ def serve(path: Path) -> int:
     if server is None:
         print("no shared API server runs: nothing to serve", file=sys.stderr)
         return 0
-    for module in WARM_MODULES:
+    for module in (entry.partition(":")[0], *WARM_MODULES):
         __import__(module)
     if _uses_s3(os.environ):
         _warm_s3()
@@ -292,17 +303,18 @@ def serve(path: Path) -> int:
     listener.listen(16)
     listener.settimeout(1.0)
     print(f"serving {path} (pid {os.getpid()})", file=sys.stderr, flush=True)
-    entry = register("warm", {"socket": str(path), "python": sys.prefix, "idle": idle_seconds(),
-                              "server": server["server"], "used": str(used_stamp(path))})
+    registered = register("warm", {"socket": str(path), "python": sys.prefix,
+                                   "idle": idle_seconds(), "server": server["server"],
+                                   "used": str(used_stamp(path))})
     signal.signal(signal.SIGTERM, _stop_serving)  # `fastmice daemon stop`: clean up below
     try:
-        _accept(listener, idle_seconds(), server, used_stamp(path))
+        _accept(listener, idle_seconds(), server, used_stamp(path), entry)
     except SystemExit:
         pass
     finally:
         path.unlink(missing_ok=True)
         used_stamp(path).unlink(missing_ok=True)
-        entry.unlink(missing_ok=True)
+        registered.unlink(missing_ok=True)
         listener.close()
     return 0
 
@@ -312,4 +324,4 @@ def _stop_serving(signum: int, frame: Any) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(Path(sys.argv[1])))
+    sys.exit(serve(Path(sys.argv[1]), sys.argv[2]))

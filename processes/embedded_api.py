@@ -15,7 +15,7 @@ exists:
   The next command that starts a server **reaps** any registered server whose owner is gone
   (should the watchdog have been killed with the command, by a ``kill -9`` of both pids).
 
-Nothing here imports Prefect; :mod:`cli.engine` passes the server in.
+Nothing here imports Prefect; :mod:`processes.engine` passes the server in.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
-"""The subcommands that keep a store tidy: ``store``, ``rm`` and ``gc`` (no Prefect).
+"""The commands that check and tidy a store: ``fsck``, ``store``, ``rm`` and ``gc`` (no
+Prefect).
 
+``fastmice fsck`` verifies every checksum and reference (and with ``--repair`` mends what it
+can: :mod:`storage.fsck`, lost labels tables rebuilt: :mod:`pipeline.commands.store`);
 ``fastmice store`` says what takes room (per kind, per dataset, per run); ``fastmice rm``
 removes runs or datasets (their records: a dataset with runs only with ``--runs``);
 ``fastmice gc`` removes the files no kept record needs, optionally after a retention
@@ -12,11 +15,12 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from cli.output import CommandError, Output
+from cli.output import CommandError, Output, fsck_text
+from pipeline.commands.store import fsck
 from pipeline.housekeeping import collect_garbage, remove, store_report
 from storage import open_store
 
-__all__ = ["add_store_commands", "cmd_gc", "cmd_rm", "cmd_store", "size_text"]
+__all__ = ["add_parsers", "cmd_fsck", "cmd_gc", "cmd_rm", "cmd_store", "size_text"]
 
 
 def size_text(n_bytes: float) -> str:
@@ -90,10 +94,20 @@ def cmd_gc(args: argparse.Namespace, output: Output) -> int:
     return 1 if result.busy and not args.dry_run else 0
 
 
-def add_store_commands(sub: argparse._SubParsersAction,
-                       finish: Callable[[argparse.ArgumentParser, Any], None]) -> None:
-    """Declare ``store``, ``rm`` and ``gc``; ``finish(parser, handler)`` adds the common
-    options."""
+def add_parsers(sub: argparse._SubParsersAction,
+                finish: Callable[[argparse.ArgumentParser, Any], None]) -> None:
+    """Declare ``fsck``, ``store``, ``rm`` and ``gc``; ``finish(parser, handler)`` adds the
+    common options."""
+    p = sub.add_parser("fsck", help="check (and repair) the store",
+                       description="Verify every checksum and every reference of the store "
+                                   "and say what was found; with --repair, set corrupt files "
+                                   "aside in quarantine, rebuild lost labels tables from their "
+                                   "consensus and remove old leftovers of killed writes. Exit "
+                                   "status 1 if something still needs you (a damaged input "
+                                   "batch: register the same data again).")
+    p.add_argument("--repair", action="store_true",
+                   help="repair what can be repaired (default: only report)")
+    finish(p, cmd_fsck)
     p = sub.add_parser("store", help="what takes room in the store",
                        description="Sizes per artifact kind, per dataset and per run, and what "
                                    "`fastmice gc` would free.")
@@ -118,3 +132,10 @@ def add_store_commands(sub: argparse._SubParsersAction,
     p.add_argument("--dataset", metavar="DATASET",
                    help="apply --keep-last to this dataset only")
     finish(p, cmd_gc)
+
+
+def cmd_fsck(args: argparse.Namespace, output: Output) -> int:
+    """Verify (and with ``--repair`` mend) the store; status 1 if something still needs you."""
+    report = fsck(args.store, args.repair)
+    output.result(report.to_dict(), fsck_text(report))
+    return 1 if report.problems else 0

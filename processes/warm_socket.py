@@ -1,7 +1,7 @@
 """Where the warm process for a command's environment listens (:func:`warm_socket`).
 
-Shared by the launcher (:mod:`cli.launch`), which connects there, and the warm process
-(:mod:`cli.warm`), which listens there. Standard library only, as the launcher.
+Shared by the launcher (:mod:`processes.warm_client`), which connects there, and the warm process
+(:mod:`processes.warm`), which listens there. Standard library only, as the launcher.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
-from cli.prefect_home import (
+from processes.prefect_home import (
     SETTING_OFF,
     choose_prefect_home,
     package_folder,
@@ -26,7 +26,7 @@ from cli.prefect_home import (
 __all__ = ["warm_socket"]
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cli", "fastmice", "flows", "pipeline", "storage", "tasks")
+PACKAGES = ("cli", "fastmice", "flows", "pipeline", "processes", "storage", "tasks")
 #: Environment variables a warm process reads once, at import: a command whose values differ
 #: goes to another warm process (or runs in place).
 _KEYED_PREFIXES = ("PREFECT_", "FASTMICE_", "OMP_", "OPENBLAS_", "MKL_", "BLIS_", "NUMEXPR_",
@@ -39,10 +39,11 @@ def _code_fingerprint() -> list[object]:
     """What makes a warm process stale: our sources' and the installed packages' times."""
     stamps: list[object] = [os.path.abspath(sys.executable), str(ROOT), sys.version]
     for package in PACKAGES:
-        for path in sorted(package_folder(package).glob("*.py")):
+        folder = package_folder(package)
+        for path in sorted(folder.rglob("*.py")):
             with contextlib.suppress(OSError):
                 stat = path.stat()
-                stamps.append((path.name, stat.st_mtime_ns, stat.st_size))
+                stamps.append((str(path.relative_to(folder)), stat.st_mtime_ns, stat.st_size))
     for folder in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
         with contextlib.suppress(OSError):
             stamps.append(os.stat(folder).st_mtime_ns)

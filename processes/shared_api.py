@@ -1,20 +1,20 @@
 """A local Prefect API server that fastmice commands share, and that stops itself when idle.
 
-In fastmice's own Prefect home (:mod:`cli.prefect_home`; or wherever
+In fastmice's own Prefect home (:mod:`processes.prefect_home`; or wherever
 ``FASTMICE_SHARED_API=1``), the first command that needs Prefect's API starts the server in
 a session of its own and leaves it running; later commands join it and skip the start-up
 (seconds to tens of seconds on 2 busy cores). There is one such server per *key*, the
-Prefect version and fastmice's ``CODE_VERSION`` (:func:`cli.prefect_home.server_key`), in
+Prefect version and fastmice's ``CODE_VERSION`` (:func:`processes.prefect_home.server_key`), in
 ``<home>/fastmice-api/shared/<key>/`` with its own SQLite database: a command never joins a
 server of another key. Each command registers itself as a client
 (``<home>/fastmice-api/shared/<key>/clients/<pid>.json``, removed at exit); an idle watch
-(:mod:`cli.api_idle`, a detached process) stops the server once no client has run for
+(:mod:`processes.api_idle`, a detached process) stops the server once no client has run for
 ``FASTMICE_API_IDLE`` seconds (default 600). A command killed by ``kill -9`` leaves an entry
 whose process is gone, which the watch ignores: the server still stops when idle, and
 nothing else is left (a half-started server is stopped the same way). The server is also
-registered for ``fastmice daemon status|stop`` (:mod:`cli.daemons`).
+registered for ``fastmice daemon status|stop`` (:mod:`processes.daemons`).
 
-A start-up failure is reported as for a command's own server (:mod:`cli.api_server`): in
+A start-up failure is reported as for a command's own server (:mod:`processes.api_server`): in
 one line, as soon as the server process exits.
 """
 
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.api_server import failure_message, healthy, launch, pick_port
-from cli.daemons import register
-from cli.embedded_api import registry
-from cli.output import CommandError
-from cli.prefect_home import server_key
+from processes.api_server import failure_message, healthy, launch, pick_port
+from processes.daemons import register
+from processes.embedded_api import registry
+from processes.errors import ProcessError
+from processes.prefect_home import server_key
 from storage.locks import flock_file, owner_alive, process_identity
 
 __all__ = ["database_home", "idle_seconds", "join_shared_server", "shared_folder",
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def shared_folder(home: str | os.PathLike[str]) -> Path:
     """Where the shared server of Prefect home ``home`` for this environment's key
-    (:func:`cli.prefect_home.server_key`: Prefect's and fastmice's code versions) is
+    (:func:`processes.prefect_home.server_key`: Prefect's and fastmice's code versions) is
     registered; a server of another key is never joined."""
     return registry(home) / "shared" / server_key()
 
@@ -88,7 +88,7 @@ def _start(folder: Path) -> tuple[dict[str, Any], subprocess.Popen[Any]]:
     os.replace(tmp, folder / "shared.json")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    subprocess.Popen([sys.executable, "-m", "cli.api_idle", str(folder), str(idle_seconds())],
+    subprocess.Popen([sys.executable, "-m", "processes.api_idle", str(folder), str(idle_seconds())],
                      env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     return info, process
@@ -116,7 +116,7 @@ def _join(folder: Path, timeout: float
 
 def join_shared_server(home: str, timeout: float) -> str:
     """The API URL of the shared server of ``home``, started if none runs, once it answers;
-    :class:`CommandError` in one line if it exits first or gives no answer within
+    :class:`ProcessError` in one line if it exits first or gives no answer within
     ``timeout`` seconds. Prefect need not be imported."""
     folder = shared_folder(home)
     info, process = _join(folder, timeout)
@@ -129,10 +129,10 @@ def join_shared_server(home: str, timeout: float) -> str:
         else:
             status = None if owner_alive(info["server"]) else -1
         if status is not None:
-            raise CommandError(failure_message(Path(info["log"]), status, port,
+            raise ProcessError(failure_message(Path(info["log"]), status, port,
                                                str(database_home(home))))
         if time.monotonic() > deadline:
-            raise CommandError(f"The shared Prefect API server (log {info['log']}) gave no "
+            raise ProcessError(f"The shared Prefect API server (log {info['log']}) gave no "
                                f"answer within {timeout:.0f} s; set PREFECT_API_URL to a "
                                f"running server, or retry on a less loaded machine.")
         time.sleep(0.1)

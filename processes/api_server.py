@@ -22,9 +22,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from cli.embedded_api import guard_server, registry
-from cli.output import CommandError
-from cli.prefect_home import foreign_database
+from processes.embedded_api import guard_server, registry
+from processes.errors import ProcessError
+from processes.prefect_home import foreign_database
 
 __all__ = ["check_database", "check_port", "database_path", "failure_message",
            "foreign_database_message", "healthy", "launch", "pick_port", "port_message",
@@ -64,7 +64,7 @@ def check_database(home: str | os.PathLike[str]) -> None:
     db = database_path(home)
     revision = foreign_database(db) if db is not None else None
     if revision is not None:
-        raise CommandError(foreign_database_message(db, revision))
+        raise ProcessError(foreign_database_message(db, revision))
 
 
 def port_message(port: int, reason: str | None) -> str:
@@ -144,7 +144,7 @@ def check_port(wait: float = 5.0) -> int | None:
     deadline = time.monotonic() + wait
     while (error := _can_listen(int(setting))) is not None:
         if time.monotonic() >= deadline:
-            raise CommandError(port_message(int(setting), error.strerror))
+            raise ProcessError(port_message(int(setting), error.strerror))
         time.sleep(0.25)
     return int(setting)
 
@@ -163,7 +163,7 @@ def pick_port(server: Any = None) -> int:
 
 def start_server(server: Any, home: str, timeout: float) -> None:
     """Start ``server`` (the ``SubprocessASGIServer`` Prefect's client uses) and wait until
-    it answers; raise :class:`CommandError` in one line as soon as it exits, or after
+    it answers; raise :class:`ProcessError` in one line as soon as it exits, or after
     ``timeout`` seconds. ``FASTMICE_API_PORT`` fixes its port."""
     port = pick_port(server)
     folder = registry(home)
@@ -179,10 +179,10 @@ def start_server(server: Any, home: str, timeout: float) -> None:
         if status is not None or time.monotonic() > deadline:
             server.stop()
             if status is None:
-                raise CommandError(f"Prefect's embedded API server gave no answer within "
+                raise ProcessError(f"Prefect's embedded API server gave no answer within "
                                    f"{timeout:.0f} s (log {log}); set PREFECT_API_URL to a "
                                    f"running server, or retry on a less loaded machine.")
-            raise CommandError(failure_message(log, status, port, home))
+            raise ProcessError(failure_message(log, status, port, home))
         time.sleep(0.1)
     atexit.register(server.stop)
     atexit.register(log.unlink, missing_ok=True)

@@ -1,5 +1,5 @@
-"""The idle watch of the shared local API server (:mod:`cli.shared_api`), run as its own
-detached process: ``python -m cli.api_idle FOLDER IDLE_SECONDS``.
+"""The idle watch of the shared local API server (:mod:`processes.shared_api`), run as its own
+detached process: ``python -m processes.api_idle FOLDER IDLE_SECONDS``.
 
 Every few seconds it looks at the commands registered as the server's clients
 (``FOLDER/clients/<pid>.json``): an entry whose command is gone (even by ``kill -9``) is
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cli.embedded_api import _stop
+from processes.embedded_api import _stop
 from storage.locks import flock_file, owner_alive
 
 __all__ = ["live_clients", "watch"]

@@ -12,14 +12,15 @@ import re
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from cli.embedded_api import reap_stale_servers
-from cli.output import CommandError, Output, ProgressBar
-from cli.prefect_home import api_configured, choose_prefect_home, shares_server
+from processes.embedded_api import reap_stale_servers
+from processes.errors import ProcessError
+from processes.prefect_home import api_configured, choose_prefect_home, shares_server
 
-__all__ = ["check_dask", "configure_environment", "joined_shared_server", "run_flow",
-           "start_embedded_api"]
+__all__ = ["FlowRunner", "check_dask", "configure_environment", "joined_shared_server",
+           "run_flow", "start_embedded_api"]
 
 
 def configure_environment(verbose: bool) -> None:
@@ -45,17 +46,17 @@ def check_dask(address: str | None) -> None:
     try:
         import prefect_dask  # noqa: F401
     except ImportError:
-        raise CommandError('--dask needs prefect-dask: pip install -e ".[dask]"') from None
+        raise ProcessError('--dask needs prefect-dask: pip install -e ".[dask]"') from None
     if address == "local":
         return
     match = re.fullmatch(r"(?:tcp://)?\[?([^\]/]+?)\]?:(\d+)", address)
     if not match:
-        raise CommandError(f"--dask {address!r}: expected 'local' or a scheduler address "
+        raise ProcessError(f"--dask {address!r}: expected 'local' or a scheduler address "
                            f"such as tcp://127.0.0.1:8786.")
     try:
         socket.create_connection((match[1], int(match[2])), timeout=5).close()
     except OSError as exc:
-        raise CommandError(f"--dask {address}: cannot reach the Dask scheduler "
+        raise ProcessError(f"--dask {address}: cannot reach the Dask scheduler "
                            f"({exc.strerror or exc}).") from None
 
 
@@ -71,7 +72,7 @@ def joined_shared_server() -> bool:
 
 
 def shared_api() -> bool:
-    """Whether commands share one local API server (:mod:`cli.shared_api`):
+    """Whether commands share one local API server (:mod:`processes.shared_api`):
     ``FASTMICE_SHARED_API`` (1 or 0), by default only in fastmice's own Prefect home."""
     return shares_server(_own_home)
 
@@ -81,25 +82,25 @@ def start_embedded_api() -> None:
 
     The server takes seconds to be ready; started while the data are copied into the
     store, it is ready sooner. :func:`run_flow` waits for it and reports, in one line, a
-    server that could not start (:mod:`cli.api_server`). A SQLite database that this
+    server that could not start (:mod:`processes.api_server`). A SQLite database that this
     Prefect cannot open is refused here, before anything is written.
 
     * Shared (:func:`shared_api`): the local server that commands share is joined, or
       started, before Prefect is imported, and ``PREFECT_API_URL`` points at it
-      (:mod:`cli.shared_api`); it stops itself when idle.
+      (:mod:`processes.shared_api`); it stops itself when idle.
     * Otherwise the command's own embedded server, which lives no longer than the command,
-      however it ends (:mod:`cli.embedded_api`); a server left by an earlier command is
+      however it ends (:mod:`processes.embedded_api`); a server left by an earlier command is
       stopped first.
     """
     global _api_start
     if _api_start is not None or api_configured():
         return  # started, or a server is set: no need to import the server's code (~2.5 s)
     if shared_api():
-        from cli.api_server import check_database, check_port
-        from cli.shared_api import database_home, join_shared_server
+        from processes.api_server import check_database, check_port
+        from processes.shared_api import database_home, join_shared_server
 
         home = os.environ.get("PREFECT_HOME") or os.path.expanduser("~/.prefect")
-        check_database(database_home(home))  # one database per key (cli.shared_api)
+        check_database(database_home(home))  # one database per key (processes.shared_api)
         check_port()
         timeout = float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", 120))
 
@@ -118,7 +119,7 @@ def start_embedded_api() -> None:
 
     if not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         return
-    from cli.api_server import check_database, check_port, start_server
+    from processes.api_server import check_database, check_port, start_server
 
     home = str(PREFECT_HOME.value())
     check_database(home)  # before the server's code is imported (seconds on a busy machine)
@@ -160,11 +161,12 @@ def wait_for_api() -> None:
         raise _api_failure[0]
 
 
-def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | None,
-             **parameters: Any) -> dict[str, Any]:
-    """Run one of the pipeline's flows in this process, with the progress bar, on
-    :func:`flows.runners.task_runner` ``(n_jobs, dask)``."""
-    prefect_loaded = "prefect.context" in sys.modules  # in a warm process (cli.warm)
+def run_flow(flow_name: str, progress: Callable[[Any], None] | None, n_jobs: int | None,
+             dask: str | None, **parameters: Any) -> dict[str, Any]:
+    """Run one of the pipeline's flows in this process on :func:`flows.runners.task_runner`
+    ``(n_jobs, dask)``; ``progress`` (if given) is called with each
+    :class:`pipeline.progress.RunProgress` snapshot (:func:`pipeline.progress.listen`)."""
+    prefect_loaded = "prefect.context" in sys.modules  # in a warm process (processes.warm)
     start_embedded_api()  # if the command has not started it yet
     wait_for_api()
     if prefect_loaded:  # imported before this command set its variables: read them again
@@ -176,8 +178,7 @@ def run_flow(flow_name: str, output: Output, n_jobs: int | None, dask: str | Non
     from pipeline.progress import listen
 
     flow = getattr(pipeline, flow_name).with_options(task_runner=task_runner(n_jobs, dask))
-    bar = (lambda *a: None) if output.json_mode else ProgressBar()
-    with listen(bar), _without_heartbeats(_own_home):
+    with listen(progress or (lambda *a: None)), _without_heartbeats(_own_home):
         return flow(n_jobs=n_jobs, **parameters)
 
 
@@ -191,3 +192,32 @@ def _without_heartbeats(own_home: bool) -> contextlib.AbstractContextManager[Any
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+
+
+class FlowRunner:
+    """Runs the pipeline's flows in this process for :mod:`pipeline.commands`
+    (:class:`pipeline.commands.cluster.FlowRunner`): on Dask at ``dask`` if given, its
+    progress drawn by the listener ``progress()`` makes (none if it makes none)."""
+
+    def __init__(self, dask: str | None = None,
+                 progress: Callable[[], Callable[[Any], None] | None] | None = None) -> None:
+        self.dask = dask
+        self.progress = progress
+
+    @property
+    def records_runs(self) -> bool:
+        """Whether a Prefect server is set: every run is then a flow run it records."""
+        return api_configured()
+
+    def check(self) -> None:
+        """Fail before anything is written if the Dask option cannot work."""
+        check_dask(self.dask)
+
+    def start(self) -> None:
+        """Start Prefect's API server in the background (:func:`start_embedded_api`)."""
+        start_embedded_api()
+
+    def run(self, flow_name: str, n_jobs: int | None, **parameters: Any) -> dict[str, Any]:
+        """Run flow ``flow_name`` (:func:`run_flow`); its summary."""
+        listener = self.progress() if self.progress is not None else None
+        return run_flow(flow_name, listener, n_jobs, self.dask, **parameters)
