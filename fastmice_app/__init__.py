@@ -1,7 +1,7 @@
 """The ``fastmice`` command, installed or checked out: put the application on the path, run it.
 
-In a checkout the application's packages (``cli``, ``flows``, ``tasks``, ``pipeline``,
-``storage``) sit at the repository root beside ``fastmice/``. The wheel installs them inside
+In a checkout the application's packages (``cli``, ``processes``, ``flows``, ``tasks``,
+``pipeline``, ``storage``) sit at the repository root beside ``fastmice/``. The wheel installs them inside
 this package instead, so that their short names never sit in site-packages beside other
 distributions' packages; :func:`activate` puts the folder that holds them first on
 ``sys.path``, and on ``PYTHONPATH`` for the processes the command starts (the warm process,
@@ -25,8 +25,8 @@ def application_root() -> Path:
 
 
 def activate() -> Path:
-    """Make ``cli``, ``flows``, ``tasks``, ``pipeline`` and ``storage`` importable here and in
-    child processes; returns the folder that holds them."""
+    """Make ``cli``, ``processes``, ``flows``, ``tasks``, ``pipeline`` and ``storage``
+    importable here and in child processes; returns the folder that holds them."""
     root = application_root()
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
