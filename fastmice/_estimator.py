@@ -51,11 +51,14 @@ THREADS_MIN_SAMPLES = 400
 #: (up to 2 x 65,536 rows of a view's sampled columns); the team's other threads take row
 #: blocks of the groups running, so fewer groups at once bound the memory, not the cores.
 GROUPS_AT_ONCE: int | None = None
-#: Peak memory each further view group at once adds to a fit, in bytes per sample
-#: (measured on 100,000 x 944/576/512/640 float32, k = 400, 4 threads: peak RSS with 1, 2 and
-#: 4 groups at once, the slope; docs/scale.md "Memory per worker"). Above the search's
-#: 65,536-row block it overstates (the block's buffers do not grow with the samples).
-GROUP_BYTES_PER_SAMPLE = 4_000
+#: Peak memory each further view group at once adds to a fit: ``GROUP_BYTES`` plus
+#: ``GROUP_BYTES_PER_SAMPLE`` per sample (the search's block buffers do not grow with the
+#: samples, a group's graph and base clustering do). An upper envelope of the measured growth
+#: of the peak RSS with the groups at once (944/576/512/640 float32, k = 400): 50,000
+#: samples 121 MB a group (2 -> 16 threads), 100,000 96 MB (1 -> 4 groups at once, 4
+#: threads), 398,191 286 MB (2 -> 16 threads); docs/scale.md "Memory per worker".
+GROUP_BYTES = 96 * 2**20
+GROUP_BYTES_PER_SAMPLE = 500
 _groups_cap: contextvars.ContextVar[int | None] = contextvars.ContextVar("groups_at_once",
                                                                            default=None)
 
@@ -87,8 +90,8 @@ def groups_within(memory_limit: int, params: EnsembleParams, n_samples: int,
     """The most view groups at once whose fit stays within ``memory_limit`` bytes.
 
     A fit with one group at once needs :func:`fastmice.estimate_memory` ``(n_workers=1)``;
-    each further group adds :data:`GROUP_BYTES_PER_SAMPLE` ``* n_samples``. At least 1 (a
-    limit below one group is for the caller to refuse).
+    each further group adds :func:`further_group_bytes`. At least 1 (a limit below one
+    group is for the caller to refuse).
 
     Parameters
     ----------
@@ -111,8 +114,13 @@ def groups_within(memory_limit: int, params: EnsembleParams, n_samples: int,
     """
     one = estimate_memory(params, n_samples, n_features, n_workers=1, itemsize=itemsize,
                           views_in_memory=views_in_memory).total
-    further = (memory_limit - one) // (GROUP_BYTES_PER_SAMPLE * max(1, n_samples))
-    return int(max(1, 1 + further))
+    return int(max(1, 1 + (memory_limit - one) // further_group_bytes(n_samples)))
+
+
+def further_group_bytes(n_samples: int) -> int:
+    """Bytes each view group at once beyond the first adds to a fit's peak:
+    ``GROUP_BYTES + GROUP_BYTES_PER_SAMPLE * n_samples`` (measured; see there)."""
+    return GROUP_BYTES + GROUP_BYTES_PER_SAMPLE * max(0, n_samples)
 
 
 def _run_groups(n_jobs: int | None, function, arguments: list[tuple], n_samples: int,

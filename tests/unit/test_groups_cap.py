@@ -79,7 +79,7 @@ def test_a_cap_that_is_not_a_positive_int_is_refused(cap):
 def test_a_memory_limit_becomes_a_number_of_groups():
     params, n = EnsembleParams(400), 400_000
     one = estimate_memory(params, n, YTF, n_workers=1, views_in_memory=True).total
-    per_group = _estimator.GROUP_BYTES_PER_SAMPLE * n
+    per_group = _estimator.further_group_bytes(n)
     caps = [library_groups_within(one + extra, params, n, YTF)
             for extra in (-per_group, 0, per_group - 1, per_group, 5 * per_group)]
     assert caps == [1, 1, 1, 2, 6]
