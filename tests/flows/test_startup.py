@@ -93,7 +93,7 @@ def test_a_foreign_database_fails_the_command_in_one_line(tmp_path, tiny):
 SERVER = """
 import socket, sys
 from processes.api_server import start_server
-from cli.output import CommandError
+from processes.errors import ProcessError
 
 class Server:  # what start_server needs of Prefect's SubprocessASGIServer
     port = server_process = None
@@ -109,7 +109,7 @@ class Server:  # what start_server needs of Prefect's SubprocessASGIServer
 
 try:
     start_server(Server(), sys.argv[1], 120)
-except CommandError as exc:
+except ProcessError as exc:
     print(exc)
 """
 
