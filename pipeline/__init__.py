@@ -8,7 +8,9 @@
   one skip-if-stored rule;
 * :mod:`pipeline.results` -- a run's record, labels table and scores;
   :mod:`pipeline.runs` -- run ids, reading, listing and summarising records;
-* :mod:`pipeline.progress` -- progress listeners (the command's progress bar).
+* :mod:`pipeline.progress` -- progress listeners (the command's progress bar);
+* :mod:`pipeline.stored` -- a command answered from the store when a run computed it;
+* :mod:`pipeline.commands` -- each command's one call: what it must do, and what to print.
 
 It imports :mod:`fastmice` and :mod:`storage` only: ``tasks/`` and ``flows/`` run it under
 Prefect, ``cli/`` uses it directly (``fastmice runs`` never loads Prefect).
