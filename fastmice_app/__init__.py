@@ -1,12 +1,12 @@
 """The ``fastmice`` command, installed or checked out: put the application on the path, run it.
 
 In a checkout the application's packages (``cli``, ``processes``, ``flows``, ``tasks``,
-``pipeline``, ``storage``) sit at the repository root beside ``fastmice/``. The wheel installs them inside
-this package instead, so that their short names never sit in site-packages beside other
-distributions' packages; :func:`activate` puts the folder that holds them first on
-``sys.path``, and on ``PYTHONPATH`` for the processes the command starts (the warm process,
-the shared API server, Dask workers, served flows). This module imports only the standard
-library.
+``pipeline``, ``storage``) sit at the repository root beside ``fastmice/``. The wheel
+installs them inside this package instead, so that their short names never sit in
+site-packages beside other distributions' packages; :func:`activate` puts the folder that
+holds them first on ``sys.path``, and on ``PYTHONPATH`` for the processes the command starts
+(the warm process, the shared API server, Dask workers, served flows). This module imports
+only the standard library.
 """
 
 from __future__ import annotations
