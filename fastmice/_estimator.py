@@ -56,7 +56,7 @@ GROUPS_AT_ONCE: int | None = None
 #: samples, a group's graph and base clustering do). An upper envelope of the measured growth
 #: of the peak RSS with the groups at once (944/576/512/640 float32, k = 400): 50,000
 #: samples 121 MB a group (2 -> 16 threads), 100,000 96 MB (1 -> 4 groups at once, 4
-#: threads), 398,191 286 MB (2 -> 16 threads); docs/scale.md "Memory per worker".
+#: threads), 398,191 279 MB (2 -> 16 threads); docs/scale.md "Memory per worker".
 GROUP_BYTES = 96 * 2**20
 GROUP_BYTES_PER_SAMPLE = 500
 _groups_cap: contextvars.ContextVar[int | None] = contextvars.ContextVar("groups_at_once",
