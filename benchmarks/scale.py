@@ -5,7 +5,7 @@ through a different random projection per view, plus noise; 4 views of 944/576/5
 features, the shape of the paper's YTF sets) as folders of per-view float32 ``.npy`` files,
 and times every run in its own process (wall seconds, peak resident memory from the
 operating system, as ``/usr/bin/time -v`` reports it). Sections (``--sections``, all by
-default but ``threads`` and ``million``):
+default but ``threads``, ``groups``, ``dask`` and ``million``):
 
 ``n``         N = 50k, 100k, 200k, 400k (398,191) at k = 400: the library's
               ``FastMICE(k, n_jobs=-1).fit`` (seconds per stage) and the pipeline's
@@ -20,6 +20,13 @@ default but ``threads`` and ``million``):
               CPU seconds, the share of the wall during which 0, 1, 2... of the fit's
               threads were runnable, peak RSS, NMI, a hash of the labels, the load), and
               what the serial share predicts for 16 threads.
+``groups``    peak RSS with at most 1, 2, 4 view groups at once (``--groups``) at 100,000
+              samples (``--groups-n``), k = 400, library: the views', up to the consensus and
+              overall; the bytes a sample each further group adds (``fastmice.groups_within``).
+``dask``      the pipeline on 2 Dask worker processes (``--dask local``) against 2 task
+              threads at ``--dask-n`` samples, then weak scaling: ``--dask-per-worker``
+              samples a worker on 1, 2, 4 workers; one JSON line a run (wall, CPU of the
+              command and its worker processes, RSS, phases, stored bytes a sample, labels).
 ``peers``     200,000 x 256/128/64/32, k = 20 (20 clusters merged into different pairs in every
               view): fastmice against secuer, landmark spectral clustering and mini-batch
               k-means (``benchmarks/peers.py``; secuer in a virtual environment made here).
