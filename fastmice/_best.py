@@ -140,6 +140,10 @@ class BestChoices:
     joint_candidate : bool
         k-means on every joint feature competes with the consensus cut, kept where it
         agrees better with the weighted members.
+    joint_null : bool
+        The joint candidate is also kept where the consensus explains less of the joint
+        space than k-means explains of it with its columns shuffled, and the candidate more
+        (:func:`fastmice._joint_consensus.consensus_is_noise`): redundant weak views.
     """
 
     empty_rows: bool = True
@@ -161,6 +165,7 @@ class BestChoices:
     max_samples: int | None = None
     joint_members_share: float = 0.0
     joint_candidate: bool = True
+    joint_null: bool = True
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).

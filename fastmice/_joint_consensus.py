@@ -17,15 +17,93 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import effective_n_jobs
 
 from fastmice import _best
 from fastmice._auto_k import choose_n_clusters
+from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
-from fastmice._joint import choose_by_agreement, joint_ensemble
+from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, choose_by_agreement, joint_ensemble
 from fastmice._params import AUTO, EnsembleParams
+from fastmice._specs import group_rng
+from fastmice._stages import stage
 
-__all__ = ["consensus_with_joint", "joint_members"]
+__all__ = ["consensus_is_noise", "consensus_with_joint", "explained_share", "joint_members",
+           "null_share"]
+
+#: Rows the noise check measures on: at most this many, and at least
+#: :data:`NULL_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
+NULL_SAMPLE, NULL_PER_CLUSTER = 2_000, 10
+#: Lloyd rounds of the null's k-means (from a k-means++ start).
+NULL_ROUNDS = 10
+#: The check's stream under the joint step's (rows, column shuffles, k-means++ start).
+NULL_STREAM = 1
+
+
+def explained_share(Z, labels: np.ndarray) -> float:
+    """Share of the total variance of the rows ``Z`` (n, d; dense or CSR) that the means of
+    the clusters ``labels`` (n,) explain: 1 - within-cluster / total sum of squares."""
+    _, labels = np.unique(labels, return_inverse=True)
+    n_rows = Z.shape[0]
+    indicator = sp.csr_matrix((np.ones(n_rows), (labels, np.arange(n_rows))),
+                              shape=(int(labels.max()) + 1, n_rows))
+    sums = indicator @ Z
+    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(indicator.sum(axis=1)).ravel()
+    squares = float(Z.multiply(Z).sum()) if sp.issparse(Z) \
+        else float(np.einsum("ij,ij->", Z, Z, dtype=np.float64))
+    total = squares - float(sums.sum(axis=0) @ sums.sum(axis=0)) / n_rows
+    between = float(np.sum(np.einsum("ij,ij->i", sums, sums) / counts)) - \
+        float(sums.sum(axis=0) @ sums.sum(axis=0)) / n_rows
+    return between / total if total > 0 else 0.0
+
+
+def null_share(Z, n_clusters: int, rng: np.random.Generator, n_jobs: int = 1) -> float:
+    """:func:`explained_share` of k-means (``n_clusters``) on ``Z`` with every column
+    shuffled on its own: the same features without cluster structure, what k-means finds
+    in noise. A sparse ``Z`` keeps each column's values at random rows."""
+    if sp.issparse(Z):
+        coo = Z.tocoo()
+        shuffled = sp.csr_matrix((coo.data, (rng.integers(0, Z.shape[0], coo.nnz), coo.col)),
+                                 shape=Z.shape, dtype=np.float32)
+    else:
+        shuffled = rng.permuted(Z, axis=0)
+    seed = int(rng.integers(np.iinfo(np.int32).max))
+    _, labels, _ = _kmeans(shuffled, min(n_clusters, Z.shape[0]), [seed], n_jobs, NULL_ROUNDS)
+    return explained_share(shuffled, labels)
+
+
+@on_one_blas_thread
+def consensus_is_noise(Xs: Sequence, space: JointSpace, consensus_labels: np.ndarray,
+                       joint_labels: np.ndarray, n_clusters: int, *, seed: int,
+                       n_jobs: int = 1) -> bool:
+    """Whether the consensus explains less of the joint space than k-means explains of the
+    same space with its columns shuffled (:func:`null_share`), while the joint k-means
+    explains more: the consensus is then no better than noise there and the joint
+    candidate is kept. Measured on one uniform sample of rows (:data:`NULL_SAMPLE`).
+
+    Parameters
+    ----------
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+    space : JointSpace
+    consensus_labels, joint_labels : ndarray of shape (n_samples,)
+    n_clusters : int
+    seed : int
+        Root seed (the check draws from its own stream of it).
+    n_jobs : int
+        Threads of the null's k-means; the result does not depend on it.
+    """
+    with stage("joint_check"):
+        rng = group_rng(seed, JOINT_STREAM, NULL_STREAM)
+        n_samples = len(consensus_labels)
+        size = min(n_samples, max(NULL_SAMPLE, NULL_PER_CLUSTER * n_clusters))
+        rows = np.sort(rng.choice(n_samples, size, replace=False)) if size < n_samples \
+            else np.arange(n_samples)
+        Z = space.transform(Xs, rows)
+        null = null_share(Z, n_clusters, rng, n_jobs)
+        return explained_share(Z, consensus_labels[rows]) < null < \
+            explained_share(Z, joint_labels[rows])
 
 
 def joint_members(n_groups: int) -> int:
@@ -99,5 +177,9 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
     else:
         source = choose_by_agreement(found.labels_, joint.labels_, members,
                                      found.member_weights)
+        if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
+                Xs, joint.space, found.labels_, joint.labels_, params.n_clusters,
+                seed=seed, n_jobs=n_jobs):
+            source = "joint"
     labels = joint.labels_ if source == "joint" else found.labels_
     return replace(found, labels_=labels, joint=joint, source=source)

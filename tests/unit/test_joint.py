@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from benchmark_loader import load_benchmark
 from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
 
 import fastmice
-from fastmice import FastMICE, _best, _joint
+from fastmice import FastMICE, _best, _joint, _joint_consensus
 from fastmice.metrics import clustering_scores
 
 families = load_benchmark("families")
@@ -111,3 +113,47 @@ def test_the_candidate_wins_only_where_it_agrees_better_with_the_members():
     assert _joint.choose_by_agreement(truth, noisy, members, weights) == "consensus"
     # equal agreement: the consensus stays
     assert _joint.choose_by_agreement(truth, truth, members, weights) == "consensus"
+
+
+def test_the_candidate_is_kept_where_the_consensus_is_no_better_than_noise():
+    # Six redundant weak views (each a noisy copy of 8 clusters too close to be told apart
+    # in one view; seed 902 is in neither part of the family): every base clustering is
+    # mostly noise and so is their consensus, which still agrees with them best. The views
+    # side by side average the noise away.
+    Xs, y = families.make_point(families.point(800, 8, 6, 0.0, False, seed=902))
+    with threadpool_limits(1):
+        concat = KMeans(8, n_init=10, random_state=0).fit_predict(np.hstack(Xs))
+    paper = FastMICE(8, mode="paper", random_state=0).fit_predict(Xs)
+    best = FastMICE(8, mode="best", random_state=0).fit(Xs)
+    assert _nmi(y, paper) < _nmi(y, concat) - 0.5  # the case the paper mode cannot do
+    assert best.consensus_.source == "joint"
+    assert _nmi(y, best.labels_) >= _nmi(y, concat) - 0.02
+    assert _nmi(y, best.consensus_.partition.labels_) < 0.2  # the consensus cut alone
+
+
+def test_explained_share_is_one_for_points_on_their_centres_and_near_zero_for_noise_labels():
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(4), 100)
+    centres = 10 * rng.standard_normal((4, 6))
+    Z = centres[truth] + 0.01 * rng.standard_normal((400, 6))
+    assert _joint_consensus.explained_share(Z, truth) > 0.99
+    assert _joint_consensus.explained_share(sp.csr_matrix(Z), truth) == pytest.approx(
+        _joint_consensus.explained_share(Z, truth))
+    assert _joint_consensus.explained_share(Z, rng.permutation(truth)) < 0.05
+
+
+def test_the_consensus_is_noise_only_below_what_k_means_finds_in_shuffled_columns():
+    rng = np.random.default_rng(1)
+    truth = np.repeat(np.arange(4), 150)
+    Xs = [4 * rng.standard_normal((4, d))[truth] + rng.standard_normal((600, d))
+          for d in (5, 8)]
+    space = _joint.fit_joint_space(Xs, ["euclidean", "euclidean"])
+    noise = rng.integers(0, 4, 600)
+    check = functools.partial(_joint_consensus.consensus_is_noise, Xs, space, n_clusters=4,
+                              seed=0)
+    assert check(noise, truth)
+    assert not check(truth, noise)  # the joint labels must beat the null too
+    assert not check(truth, truth)
+    Z = space.transform(Xs, slice(None))
+    assert 0 < _joint_consensus.null_share(Z, 4, np.random.default_rng(2)) < \
+        _joint_consensus.explained_share(Z, truth)
