@@ -213,6 +213,9 @@ def run_text(summary: dict[str, Any]) -> str:
            + ", ".join(f"{k} ({score:.3f})" for k, score in summary["k_candidates"][:10])]
           if summary.get("k_candidates") else []),
         *_ids_line(summary.get("relabel")),
+        *([f"memory     {summary['groups_at_once']} view group(s) at a time: more would not "
+           "fit (--memory-limit, or the memory free); the labels are the same"]
+          if summary.get("groups_at_once") else []),
         f"time       {summary['seconds']:.1f} s in the flow",
         f"labels     {summary['labels_path']}",
     ]

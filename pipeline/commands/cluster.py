@@ -14,6 +14,7 @@ module never imports Prefect.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -23,9 +24,9 @@ from typing import Any, Protocol
 from pipeline.commands.errors import ParameterError, RequestError, checked_out_file
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
-from pipeline.params import ensemble_params, resolved_metrics
+from pipeline.params import ensemble_params, resolved_metrics, task_workers
 from pipeline.plans import Plan, plan_cluster, plan_extend, plan_recluster
-from pipeline.resources import check_memory, parse_size
+from pipeline.resources import NotEnoughMemoryError, check_memory, parse_size
 from pipeline.results import export_labels
 from pipeline.runs import new_run_id
 from pipeline.sources import remember_source, source_stamp
@@ -70,10 +71,21 @@ def _out_path(path: str | None) -> Path | None:
 
 
 def _fits(memory_limit: str | None, params: Any, n_samples: int, n_features: Sequence[int],
-          itemsize: int = 8) -> None:
-    """Refuse a run that would not fit in memory (before anything is written)."""
+          itemsize: int = 8) -> int | None:
+    """Refuse a run that would not fit in memory (before anything is written), even with one
+    view group at a time; the fewer groups at once it fits with (None: as many as
+    ``params.n_jobs`` asks). ``n_jobs`` is execution-only: fewer changes no label."""
     limit = None if memory_limit is None else _checked(parse_size, memory_limit)
-    check_memory(params, n_samples, list(n_features), itemsize=itemsize, limit=limit)
+    try:
+        check_memory(params, n_samples, list(n_features), itemsize=itemsize, limit=limit)
+        return None
+    except NotEnoughMemoryError as refused:
+        for groups in range(task_workers(params.n_jobs) - 1, 0, -1):
+            with contextlib.suppress(NotEnoughMemoryError):
+                check_memory(params, n_samples, list(n_features), itemsize=itemsize,
+                             limit=limit, groups=groups)
+                return groups
+        raise refused from None
 
 
 def _finish(store: Any, summary: dict[str, Any], out: Path | None) -> dict[str, Any]:
@@ -142,8 +154,8 @@ def cluster(store_url: str, data: Sequence[str], values: dict[str, Any], runner:
     chosen = [params.metric] * len(Xs) if isinstance(params.metric, str) else params.metric
     auto_metrics = [m if g == "auto" else None for g, m in zip(chosen, values["metric"],
                                                                 strict=True)]
-    _fits(memory_limit, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
-          max(X.dtype.itemsize for X in Xs))
+    fewer = _fits(memory_limit, params, Xs[0].shape[0], [X.shape[1] for X in Xs],
+                  max(X.dtype.itemsize for X in Xs))
     if run_name is not None:
         new_run_id(store, name, run_name)
     new_dataset = not DatasetStore(store).exists(name)
@@ -158,9 +170,11 @@ def cluster(store_url: str, data: Sequence[str], values: dict[str, Any], runner:
     summary = None if new_dataset or run_name else stored_answer(
         store, plan_cluster(store, name, **values), runner.records_runs)
     n_jobs = values.pop("n_jobs")
+    n_jobs = n_jobs if fewer is None else fewer
     if summary is None:
         summary = runner.run("cluster_flow", n_jobs, dataset=name, store_url=store.url,
                              run_name=run_name, **values)
+        _say_fewer(summary, fewer)
     summary["dataset_registered"] = registered
     keep_answer(store, stamp, given, summary["run_id"], values)
     return _finish(store, summary, out_path)
@@ -200,12 +214,20 @@ def _unchanged_files_answer(store: Any, stamp: str | None, name: str, values: di
 
 
 def _planned(store_url: str, plan: Callable[..., Plan], *args: Any,
-             memory_limit: str | None, runner: FlowRunner) -> tuple[Any, Plan]:
-    """The store and the run's plan, its memory checked and its flow able to run."""
+             memory_limit: str | None, runner: FlowRunner) -> tuple[Any, Plan, int | None]:
+    """The store, the run's plan, its memory checked (and the fewer view groups at once it
+    fits with, if fewer: :func:`_fits`) and its flow able to run."""
     store = open_store(store_url)
     planned = _checked(plan, store, *args)
-    _fits(memory_limit, planned.params, planned.data["n_samples"], planned.data["n_features"])
-    return store, planned
+    fewer = _fits(memory_limit, planned.params, planned.data["n_samples"],
+                  planned.data["n_features"])
+    return store, planned, fewer
+
+
+def _say_fewer(summary: dict[str, Any], fewer: int | None) -> None:
+    """Note in a computed run's summary that it ran fewer view groups at once to fit."""
+    if fewer is not None:
+        summary["groups_at_once"] = fewer
 
 
 def extend(store_url: str, run_id: str, n_groups: int, runner: FlowRunner, *,
@@ -215,11 +237,14 @@ def extend(store_url: str, run_id: str, n_groups: int, runner: FlowRunner, *,
     (a stored run's, nothing computed, if one computed exactly this). Parameters as
     :func:`cluster`'s."""
     out_path = _out_path(out)
-    store, plan = _planned(store_url, plan_extend, run_id, n_groups, n_jobs,
-                           memory_limit=memory_limit, runner=runner)
+    store, plan, fewer = _planned(store_url, plan_extend, run_id, n_groups, n_jobs,
+                                  memory_limit=memory_limit, runner=runner)
     runner.check()
-    summary = stored_answer(store, plan, runner.records_runs) or runner.run(
-        "extend_flow", n_jobs, run_id=run_id, n_groups=n_groups, store_url=store.url)
+    summary = stored_answer(store, plan, runner.records_runs)
+    if summary is None:
+        summary = runner.run("extend_flow", n_jobs if fewer is None else fewer, run_id=run_id,
+                             n_groups=n_groups, store_url=store.url)
+        _say_fewer(summary, fewer)
     return _finish(store, summary, out_path)
 
 
@@ -231,12 +256,13 @@ def recluster(store_url: str, dataset: str, runner: FlowRunner, *,
     summary. Parameters as :func:`cluster`'s; :func:`flows.pipeline.recluster_flow` says
     what ``refresh_anchors`` and ``from_scratch`` do."""
     out_path = _out_path(out)
-    store, _ = _planned(store_url, plan_recluster, dataset, refresh_anchors, n_jobs,
-                        from_scratch, memory_limit=memory_limit, runner=runner)
+    store, _, fewer = _planned(store_url, plan_recluster, dataset, refresh_anchors, n_jobs,
+                               from_scratch, memory_limit=memory_limit, runner=runner)
     if run_name is not None:
         new_run_id(store, dataset, run_name)
     runner.check()
-    summary = runner.run("recluster_flow", n_jobs, dataset=dataset, store_url=store.url,
-                         refresh_anchors=refresh_anchors, run_name=run_name,
-                         from_scratch=from_scratch)
+    summary = runner.run("recluster_flow", n_jobs if fewer is None else fewer, dataset=dataset,
+                         store_url=store.url, refresh_anchors=refresh_anchors,
+                         run_name=run_name, from_scratch=from_scratch)
+    _say_fewer(summary, fewer)
     return _finish(store, summary, out_path)
