@@ -14,24 +14,17 @@ The rule, in two steps, both linear in the number of samples N:
    clusters only (coarser ones merge what k groups would keep apart and blur the gap; one
    of exactly k clusters would make a gap of its own): its normalised cluster-side graph
    ``S = Dy^-1/2 B^T Dx^-1 B Dy^-1/2`` (clusters x clusters, never samples x samples; the
-   graph of those members alone, each weighted by its mean NMI with the others of them,
-   mean weight 1, so that a base clustering that agrees with none of its scale blurs the
-   gap little) has eigenvalues ``1 = l_1 >= l_2 >= ...`` with a gap after the k-th when the
-   samples form k groups those base clusterings agree on. The score of k is
-   ``(l_k - l_(k+1)) * ln(k) ** 1.5``; the chosen k has the largest. Candidates run from 2
-   to one less than the k of the base clustering that is the ``ceil(0.2 M)``-th finest of
-   the ``M`` (a fifth of the members, two at least, see every candidate: with fewer,
-   spurious gaps won at large k on the design part), at most N - 1: with 20 groups, 0.8
-   to 1.35 times N / 10 (median N / 10) up to N = 1,600, and 116 to 204 above (the cap:
-   base clusterings reach ``AUTO_BASE_CAP`` = 400 clusters at most).
+   rows and columns of those members' clusters in the graph of all) has eigenvalues
+   ``1 = l_1 >= l_2 >= ...`` with a gap after the k-th when the samples form k groups those
+   base clusterings agree on. The score of k is ``(l_k - l_(k+1)) * ln(k) ** 1.5``; the
+   chosen k has the largest. Candidates run from 2 to one less than the k of the base
+   clustering that is the ``ceil(0.2 M)``-th finest of the ``M`` (a fifth of the members,
+   two at least, see every candidate: with fewer, spurious gaps won at large k on the
+   design part), at most N - 1: with 20 groups, 0.8 to 1.35 times N / 10 (median N / 10)
+   up to N = 1,600, and 116 to 204 above.
 
 Chosen on a design part of the shared datasets and generated sets, and checked on a
 confirmation part fixed before (``benchmarks/k_auto.py``, docs/quality.md "Choosing k").
-The weights lifted the design part from 11 to 12 of 20 sets within ``max(1, k / 5)`` and
-moved the misses at k = 100 towards it (9 and 3 became 27 and 20); a heavier weight of
-large k (``ln(k) ** 2``) also made 12 but chose 34 for three clean blobs, and neither
-reaches the targets: at k >= 40 the base clusterings agree too little (``l_k`` near 0.5)
-for any gap to stand out.
 
 With more than :data:`AUTO_SAMPLE` samples, ``S`` is estimated on a uniform sample of them.
 """
@@ -45,8 +38,6 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
-
-from fastmice._best import member_nmi
 
 __all__ = ["AUTO_BASE_CAP", "AUTO_SAMPLE", "KChoice", "auto_base_clusters",
            "auto_base_k_top", "auto_reference_k", "choose_n_clusters"]
@@ -143,11 +134,10 @@ class KChoice:
         return [(int(self.candidates[i]), round(float(self.scores[i]), 4)) for i in order]
 
 
-def _incidence(base_labels: np.ndarray, rng: np.random.Generator
-               ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    """The sample-to-cluster matrix ``B`` (ones; used clusters only) of the base
-    clusterings on at most AUTO_SAMPLE rows, the member of each of its columns, and those
-    rows' base labels."""
+def _cluster_graph(base_labels: np.ndarray, rng: np.random.Generator
+                   ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``B^T Dx^-1 B`` (sparse, used clusters x used clusters) of the base clusterings on at
+    most AUTO_SAMPLE rows, and the member of each of its clusters."""
     n_samples = base_labels.shape[0]
     if n_samples > AUTO_SAMPLE:
         base_labels = base_labels[np.sort(rng.choice(n_samples, AUTO_SAMPLE, replace=False))]
@@ -155,41 +145,16 @@ def _incidence(base_labels: np.ndarray, rng: np.random.Generator
     offsets = np.concatenate([[0], np.cumsum(n_base)[:-1]])
     known = base_labels >= 0  # the best mode's -1: the base clustering knows nothing of it
     counts = known.sum(axis=1)
+    kept = counts > 0
+    base_labels, known, counts = base_labels[kept], known[kept], counts[kept]
     columns = (base_labels + offsets[None, :])[known]
     B = sp.csr_matrix((np.ones(columns.size), columns,
                        np.concatenate([[0], np.cumsum(counts)])),
                       shape=(base_labels.shape[0], int(n_base.sum())))
     used = np.flatnonzero(np.bincount(columns, minlength=B.shape[1]))
     member = np.repeat(np.arange(n_base.size), n_base)[used]
-    return sp.csr_matrix(B[:, used]), member, base_labels
-
-
-def _agreement(base_labels: np.ndarray) -> np.ndarray:
-    """NMI of every pair of base clusterings (columns), ones on the diagonal."""
-    n_members = base_labels.shape[1]
-    pairs = np.eye(n_members)
-    for i in range(n_members):
-        for j in range(i + 1, n_members):
-            pairs[i, j] = pairs[j, i] = member_nmi(base_labels[:, i], base_labels[:, j])
-    return pairs
-
-
-def _level_graph(B: sp.csr_matrix, member: np.ndarray, chosen: np.ndarray,
-                 pairs: np.ndarray) -> sp.csr_matrix:
-    """``B_l^T Dx^-1 B_l`` (clusters x clusters) of the base clusterings ``chosen``, each
-    weighted by its mean NMI with the other chosen ones (mean weight 1), ``Dx`` the rows'
-    weights."""
-    agreement = pairs[np.ix_(chosen, chosen)]
-    weights = (agreement.sum(axis=1) - 1.0) / max(1, chosen.size - 1)
-    weights = np.maximum(weights / weights.mean(), 1e-3) if weights.mean() > 0 \
-        else np.ones(chosen.size)
-    weight_of = np.zeros(pairs.shape[0])
-    weight_of[chosen] = weights
-    columns = np.flatnonzero(np.isin(member, chosen))
-    Bl = sp.csr_matrix(B[:, columns] @ sp.diags(weight_of[member[columns]]))
-    rows = np.asarray(Bl.sum(axis=1)).ravel()
-    Bl = Bl[rows > 0]
-    return sp.csr_matrix(Bl.T @ sp.diags(1.0 / rows[rows > 0]) @ Bl)
+    B = B[:, used]
+    return sp.csr_matrix(B.T @ sp.diags(1.0 / counts) @ B), member
 
 
 def _leading_eigenvalues(W: sp.csr_matrix, count: int) -> np.ndarray:
@@ -230,14 +195,13 @@ def choose_n_clusters(base_labels: np.ndarray, *, seed: int) -> KChoice:
     """
     base_labels = np.asarray(base_labels, dtype=np.int64)
     n_samples, n_members = base_labels.shape
-    B, member, sampled = _incidence(base_labels, _stream(seed, _SAMPLE_STREAM))
+    W, member = _cluster_graph(base_labels, _stream(seed, _SAMPLE_STREAM))
     member_k = np.bincount(member, minlength=n_members)  # used clusters of each member
     enough = max(2, math.ceil(MIN_MEMBER_SHARE * n_members))
     seen = int(np.sort(member_k)[::-1][min(enough, n_members) - 1])
-    k_max = max(2, min(seen - 1, n_samples - 1, B.shape[1] - 1))
+    k_max = max(2, min(seen - 1, n_samples - 1, W.shape[0] - 1))
     candidates = np.arange(2, k_max + 1)
     scores = np.zeros(candidates.size)
-    pairs = _agreement(sampled)
     lowest = 2
     for level in np.unique(member_k):
         # candidates [lowest, level): the members of more clusters than they (two at least)
@@ -245,7 +209,7 @@ def choose_n_clusters(base_labels: np.ndarray, *, seed: int) -> KChoice:
         lowest = max(lowest, int(level))
         if ks.size == 0:
             continue
-        W = _level_graph(B, member, np.flatnonzero(member_k >= level), pairs)
-        values = _leading_eigenvalues(W, int(ks[-1]) + 1)
+        keep = np.flatnonzero(member_k[member] >= level)
+        values = _leading_eigenvalues(sp.csr_matrix(W[keep][:, keep]), int(ks[-1]) + 1)
         scores[ks - 2] = (values[ks - 1] - values[ks]) * np.log(ks) ** GAP_POWER
     return KChoice(int(candidates[np.argmax(scores)]), candidates, scores)
