@@ -74,6 +74,7 @@ def test_minify_collapses_whitespace_but_not_numbers():
 def test_the_map_points_are_drawn_without_anti_aliasing():
     fig = Figure()
     ax = fig.add_subplot()
-    figures._scatter(ax, np.zeros((3, 2)), np.arange(3), 3, "t")
+    figures._scatter(ax, np.zeros((3, 2)), np.arange(3), figures.colour_table(3), "t",
+                     {c: str(c) for c in range(3)})
     points = ax.collections[0]
     assert points.get_rasterized() and not points.get_antialiased().any()
