@@ -221,10 +221,24 @@ def plot_signal(results: list[dict], path: Path) -> None:
     figure.savefig(path, dpi=90)
 
 
+def split_methods(text: str) -> list[str]:
+    """``"paper,best:a=1,b=2,concat-kmeans"`` -> ``["paper", "best:a=1,b=2",
+    "concat-kmeans"]``: a part with ``=`` and no ``:`` is one more field of the method before."""
+    methods: list[str] = []
+    for part in text.split(","):
+        if methods and "=" in part and ":" not in part:
+            methods[-1] += "," + part
+        else:
+            methods.append(part)
+    return methods
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=tuple(PARTS), default="design")
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help="comma-separated; best:FIELD=VALUE,FIELD=VALUE changes several "
+                             "fields of one configuration")
     parser.add_argument("--max-samples", type=int, default=None,
                         help="skip the points with more samples")
     parser.add_argument("--points", help="comma-separated point names (default: all)")
@@ -241,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
                   if args.max_samples is None or p.n_samples <= args.max_samples]
         if args.points:
             points = [p for p in points if p.name in args.points.split(",")]
-        methods = args.methods.split(",")
+        methods = split_methods(args.methods)
         seeds = [int(s) for s in args.seeds.split(",")]
         started = time.perf_counter()
         rows = run_methods(points, methods, seeds, args.n_jobs)

@@ -153,3 +153,10 @@ def test_sweep_concatenates_views_as_they_are_and_counts_points_below():
     rows[1]["nmi"] = rows[6]["nmi"] = 0.891  # exactly 0.9 points below: not counted
     assert sweep.summarise(rows)["best"]["below_paper"] == []
     assert "| a | 0.900 | 0.891 | 0.950 |" in sweep.format_tables(rows)
+
+
+def test_a_method_may_change_several_fields_of_the_best_mode():
+    sweep = load_benchmark("family_sweep")
+    assert sweep.split_methods("paper,best:weighting=agreement,centrality=False,best,"
+                               "concat-kmeans") == [
+        "paper", "best:weighting=agreement,centrality=False", "best", "concat-kmeans"]
