@@ -212,7 +212,8 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     record = store.read_record(RUN, "auto")
     assert record["params"]["n_clusters"] == "auto" and record["n_clusters"] == 4
     assert record["k_candidates"][0][0] == 4 and len(record["k_candidates"]) >= 10
-    model = fastmice.FastMICE("auto", n_groups=M, n_anchors=ANCHORS, random_state=SEED).fit(Xs)
+    model = fastmice.FastMICE("auto", n_groups=M, n_anchors=ANCHORS, random_state=SEED,
+                              mode="best").fit(Xs)  # the command line's mode
     labels = store.get(record["labels"]).column("label").to_numpy()
     np.testing.assert_array_equal(labels, model.labels_)
     assert model.k_candidates_ == [tuple(pair) for pair in record["k_candidates"]]
