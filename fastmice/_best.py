@@ -14,21 +14,22 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   euclidean distance between the square roots of its values
   (:func:`fastmice._metric_rule.choose_metric`).
 * **Base clusterings weighted by agreement.** In the consensus graph each base clustering
-  counts in proportion to its mean agreement (NMI) with the others, so that base
+  counts in proportion to its agreement (NMI) with the others, so that base
   clusterings of uninformative view groups (one giant cluster and near-singletons) count
   little, and balanced but arbitrary ones too, while an imbalanced clustering that the
-  others share keeps its weight. Above ``BestChoices.proportional_max_samples`` samples a
+  others share keeps its weight. The agreement is the base clustering's centrality, its
+  entry in the leading eigenvector of the agreement matrix (the mean agreement, repeated
+  to its fixed point): where a view's own groups follow a structure the other views do
+  not share, they form a smaller camp that agrees within itself, and agreeing with the
+  camp that agrees most counts. Above ``BestChoices.proportional_max_samples`` samples a
   base clustering counts fully unless its agreement is below half the median (the
   ``agreement_knee``): there, proportional weights lifted the best single-view groups over
   the complementary ones and cost 1.1-1.7 NMI points on a partial-latent shape at
   100,000 samples (docs/quality.md, "The best mode at scale"). Near-degenerate base
   clusterings (normalised entropy below :data:`BestChoices.entropy_knee`) count in
-  proportion to their entropy as well: where many view groups isolate the same few
-  samples (WebKB under cosine), they agree with one another and agreement alone would let
-  them cut the consensus (tests/unit/test_best.py). The agreement as the base clustering's
-  centrality in the agreement matrix (``centrality``) stays an option, off since
-  CODE_VERSION 16: it did not help on either confirmation part (docs/quality.md, "Each
-  switch on the confirmation part").
+  proportion to their entropy as well:
+  where many view groups isolate the same few samples (WebKB under cosine), they agree
+  with one another and agreement alone would let them cut the consensus.
 * **Finer base clusterings where k is small.** A base clustering draws its number of
   clusters up to ``min(sqrt(N), 50)`` where that is more than the paper's ``2 k`` (the
   authors' locally weighted ensemble clustering, Huang, Wang and Lai, IEEE TCYB 2018,
@@ -151,7 +152,7 @@ class BestChoices:
     all_view_groups_euclidean: float = 0.0
     base_k_cap: int = 50
     weighting: str = "agreement_entropy"
-    centrality: bool = False
+    centrality: bool = True
     entropy_knee: float = 0.5
     agreement_knee: float = 0.5
     proportional_max_samples: int = 20_000
