@@ -12,6 +12,7 @@ per sample for each further group), for the task runner's workers or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -21,7 +22,8 @@ from collections.abc import Callable, Sequence
 from fastmice import EnsembleParams, MemoryEstimate, estimate_memory, groups_within
 from pipeline.params import task_workers
 
-__all__ = ["NotEnoughMemoryError", "available_memory", "check_memory", "groups_within_memory",
+__all__ = ["NotEnoughMemoryError", "available_memory", "check_memory", "fewer_groups_that_fit",
+           "groups_within_memory",
            "parse_size"]
 
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
@@ -138,6 +140,28 @@ def check_memory(params: EnsembleParams, n_samples: int, n_features: Sequence[in
         f"k = {params.n_clusters} and {params.n_groups} view groups, but {_gb(budget)} is "
         f"{where}; {fits} a machine with at least {_gb(needed.total)} free. Nothing was "
         f"written.")
+
+
+def fewer_groups_that_fit(params: EnsembleParams, n_samples: int, n_features: Sequence[int],
+                          *, itemsize: int = 4, limit: int | None = None) -> int | None:
+    """The fewer view groups at once a run fits with, by :func:`check_memory`'s estimate;
+    None where the workers of ``params.n_jobs`` fit.
+
+    Raises
+    ------
+    NotEnoughMemoryError
+        Where not even one group at a time fits (the message of the run as asked).
+    """
+    try:
+        check_memory(params, n_samples, n_features, itemsize=itemsize, limit=limit)
+        return None
+    except NotEnoughMemoryError as refused:
+        for groups in range(task_workers(params.n_jobs) - 1, 0, -1):
+            with contextlib.suppress(NotEnoughMemoryError):
+                check_memory(params, n_samples, n_features, itemsize=itemsize, limit=limit,
+                             groups=groups)
+                return groups
+        raise refused from None
 
 
 def _what_fits(params: EnsembleParams, budget: int,

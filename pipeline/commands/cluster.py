@@ -14,7 +14,6 @@ module never imports Prefect.
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -24,9 +23,9 @@ from typing import Any, Protocol
 from pipeline.commands.errors import ParameterError, RequestError, checked_out_file
 from pipeline.ingest import default_dataset_name, read_samples, register_batch
 from pipeline.ingest.read import DatasetExistsError
-from pipeline.params import ensemble_params, resolved_metrics, task_workers
+from pipeline.params import ensemble_params, resolved_metrics
 from pipeline.plans import Plan, plan_cluster, plan_extend, plan_recluster
-from pipeline.resources import NotEnoughMemoryError, check_memory, parse_size
+from pipeline.resources import fewer_groups_that_fit, parse_size
 from pipeline.results import export_labels
 from pipeline.runs import new_run_id
 from pipeline.sources import remember_source, source_stamp
@@ -74,18 +73,10 @@ def _fits(memory_limit: str | None, params: Any, n_samples: int, n_features: Seq
           itemsize: int = 8) -> int | None:
     """Refuse a run that would not fit in memory (before anything is written), even with one
     view group at a time; the fewer groups at once it fits with (None: as many as
-    ``params.n_jobs`` asks). ``n_jobs`` is execution-only: fewer changes no label."""
+    ``params.n_jobs`` asks): :func:`pipeline.resources.fewer_groups_that_fit`."""
     limit = None if memory_limit is None else _checked(parse_size, memory_limit)
-    try:
-        check_memory(params, n_samples, list(n_features), itemsize=itemsize, limit=limit)
-        return None
-    except NotEnoughMemoryError as refused:
-        for groups in range(task_workers(params.n_jobs) - 1, 0, -1):
-            with contextlib.suppress(NotEnoughMemoryError):
-                check_memory(params, n_samples, list(n_features), itemsize=itemsize,
-                             limit=limit, groups=groups)
-                return groups
-        raise refused from None
+    return fewer_groups_that_fit(params, n_samples, list(n_features), itemsize=itemsize,
+                                 limit=limit)
 
 
 def _finish(store: Any, summary: dict[str, Any], out: Path | None) -> dict[str, Any]:
