@@ -1,7 +1,7 @@
 """Building blocks of ``benchmarks/scale.py``: generated data, a library fit and a
 ``fastmice`` command, each in a new process, with wall seconds, peak RSS and CPU seconds.
 
-``python benchmarks/_scale_runs.py _fit FOLDER K N_JOBS GROUPS`` is the process a library
+``python benchmarks/_scale_runs.py _fit FOLDER K N_JOBS GROUPS MODE`` is the process a library
 fit runs in (one JSON line).
 """
 
@@ -41,12 +41,12 @@ def _data(root: Path, kind: str, n: int, k: int, rows: tuple[int, int] | None = 
 
 
 def library(work: Path, folder: Path, k: int, n_jobs: int = -1,
-            groups: int | None = None) -> dict[str, Any]:
-    """``FastMICE(k, n_jobs=...).fit`` on views read into memory, in a new process (at most
-    ``groups`` view groups at once: ``fastmice.groups_at_once``)."""
-    m = run_measured(f"fit-{folder.name}-{n_jobs}-{groups}",
+            groups: int | None = None, mode: str = "paper") -> dict[str, Any]:
+    """``FastMICE(k, n_jobs=..., mode=...).fit`` on views read into memory, in a new process
+    (at most ``groups`` view groups at once: ``fastmice.groups_at_once``)."""
+    m = run_measured(f"fit-{folder.name}-{n_jobs}-{groups}-{mode}",
                      [sys.executable, __file__, "_fit", str(folder), str(k), str(n_jobs),
-                      str(groups or 0)], _env(work), work, timeout=3600)
+                      str(groups or 0), mode], _env(work), work, timeout=3600)
     return {**(m.output or {"error": Path(m.log).read_text()[-500:]}),
             "wall": round(m.seconds, 1), "peak_rss_gb": round(m.peak_rss_mb / 1024, 2)}
 
@@ -66,7 +66,7 @@ def _runnable_threads(shares: dict[int, int], stop: threading.Event) -> None:
         shares[runnable] = shares.get(runnable, 0) + 1
 
 
-def _fit(folder: str, k: str, n_jobs: str, groups: str = "0") -> None:
+def _fit(folder: str, k: str, n_jobs: str, groups: str = "0", mode: str = "paper") -> None:
     import hashlib
     import resource
 
@@ -99,7 +99,8 @@ def _fit(folder: str, k: str, n_jobs: str, groups: str = "0") -> None:
     started = time.perf_counter()
     with fastmice.record_stages() as stages, fastmice.record_stages(clock="cpu") as cpu, \
             fastmice.groups_at_once(int(groups) or None):
-        labels = fastmice.FastMICE(int(k), random_state=0, n_jobs=int(n_jobs)).fit(Xs).labels_
+        labels = fastmice.FastMICE(int(k), random_state=0, n_jobs=int(n_jobs),
+                                   mode=mode).fit(Xs).labels_
     seconds = time.perf_counter() - started
     used = resource.getrusage(resource.RUSAGE_SELF)
     stop.set()
@@ -107,7 +108,7 @@ def _fit(folder: str, k: str, n_jobs: str, groups: str = "0") -> None:
     cpu_seconds = (used.ru_utime - cpu_started.ru_utime) + (used.ru_stime - cpu_started.ru_stime)
     threads = os.cpu_count() if int(n_jobs) < 0 else min(int(n_jobs), os.cpu_count())
     total = sum(counts.values()) or 1
-    print(json.dumps({"fit": round(seconds, 1), "read": round(read, 1),
+    print(json.dumps({"mode": mode, "fit": round(seconds, 1), "read": round(read, 1),
                       "cpu": round(cpu_seconds, 1),
                       "busy": round(cpu_seconds / (seconds * threads), 3),
                       "stages": {s: round(t, 1) for s, t in stages.items()},
@@ -135,8 +136,8 @@ def cli(work: Path, label: str, *args: object) -> dict[str, Any]:
 
 
 def run_fit(argv: list[str]) -> None:
-    """The ``_fit`` process: ``FOLDER K N_JOBS [GROUPS]``."""
-    _fit(*argv[:4])
+    """The ``_fit`` process: ``FOLDER K N_JOBS [GROUPS [MODE]]``."""
+    _fit(*argv[:5])
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["_fit"]:

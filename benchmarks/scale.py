@@ -116,7 +116,7 @@ def section_threads(work: Path, root: Path, args: argparse.Namespace) -> dict[st
     rows = []
     for threads in args.threads:
         run = {"n": args.threads_n, "k": 400, "n_jobs": threads, "cores": os.cpu_count(),
-               **library(work, folder, 400, threads)}
+               **library(work, folder, 400, threads, mode=args.mode)}
         run["predicted_16_cores"] = predicted_wall(run, threads, 16)
         print(json.dumps(run), flush=True)  # one line a run, as it comes
         rows.append(run)
@@ -129,10 +129,10 @@ def section_groups(work: Path, root: Path, args: argparse.Namespace) -> dict[str
     samples, k = 400, n_jobs = the largest cap: the memory each further group adds (the
     slope of the peak RSS up to the consensus against the cap)."""
     folder = _data(root, "latent", args.groups_n, 400)
-    rows = []
+    rows, n_jobs = [], args.groups_jobs or max(args.groups)
     for cap in args.groups:
-        run = {"n": args.groups_n, "k": 400, "n_jobs": max(args.groups), "groups_at_once": cap,
-               **library(work, folder, 400, max(args.groups), cap)}
+        run = {"n": args.groups_n, "k": 400, "n_jobs": n_jobs, "groups_at_once": cap,
+               **library(work, folder, 400, n_jobs, cap, mode=args.mode)}
         print(json.dumps(run), flush=True)
         rows.append(run)
     caps = [r["groups_at_once"] for r in rows]
@@ -331,9 +331,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the n_jobs of section threads (comma-separated)")
     parser.add_argument("--threads-n", type=int, default=YTF_N,
                         help="the N of section threads")
+    parser.add_argument("--mode", choices=("paper", "best"), default="paper",
+                        help="the library's mode in sections threads and groups")
     parser.add_argument("--groups", type=lambda text: [int(n) for n in text.split(",")],
                         default=[1, 2, 4], help="the groups at once of section groups")
     parser.add_argument("--groups-n", type=int, default=100_000, help="the N of section groups")
+    parser.add_argument("--groups-jobs", type=int,
+                        help="the n_jobs of section groups (default: the largest cap)")
     parser.add_argument("--dask-n", type=int, default=100_000,
                         help="the N of section dask's threads-against-Dask runs")
     parser.add_argument("--dask-per-worker", type=int, default=25_000,
