@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
-from fastmice._kmeans import lloyd_rounds
+from fastmice._kmeans import kmeans_plusplus_indices, lloyd_rounds
 from fastmice._parallel import map_threads
 from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
@@ -251,12 +251,11 @@ def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int
     """Lloyd's rounds from k-means++ starts (one per seed, run one after the other; each
     assignment over row blocks in ``n_jobs`` threads), the lowest inertia kept (the first of
     equal ones)."""
-    from sklearn.cluster import kmeans_plusplus
-
     Z64 = Z.astype(np.float64)  # scikit-learn's k-means++ upcasts float32 in small chunks
     best = None
     for seed in seeds:
-        first, _ = kmeans_plusplus(Z64, n_clusters, random_state=seed)
+        first = Z64[kmeans_plusplus_indices(Z64, n_clusters, seed, n_jobs)]
+        first = first.toarray() if sp.issparse(first) else first
         labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs),
                                        np.asarray(first, dtype=np.float32), max_iter,
                                        metric="sqeuclidean")

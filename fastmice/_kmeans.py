@@ -17,11 +17,12 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import scipy.sparse as sp
 
-from fastmice._parallel import map_threads
+from fastmice._parallel import map_blocks, map_threads
 from fastmice._rows import MatrixRows, Rows, TransferRows
 
-__all__ = ["litekmeans", "lloyd_rounds", "sampled_litekmeans"]
+__all__ = ["kmeans_plusplus_indices", "litekmeans", "lloyd_rounds", "sampled_litekmeans"]
 
 #: n_samples * n_clusters from which replicates run in threads (below it, threads cost more).
 _PARALLEL_WORK = 1_000_000
@@ -74,20 +75,88 @@ def _as_rows(X, metric: str) -> Rows:
     return MatrixRows(X, cosine=metric == "cosine")
 
 
-def _kmeans_plusplus_rows(rows: Rows, n_clusters: int, rng: np.random.Generator
-                          ) -> np.ndarray:
-    """Initial rows chosen by greedy k-means++ (scikit-learn's), one seed drawn from ``rng``.
+#: Rows of the data each piece of a k-means++ distance step covers (fixed: the result does
+#: not depend on the number of threads), and the rows x features from which the pieces of a
+#: step run in threads (below, a step is too short for threads to pay).
+_PLUSPLUS_BLOCK, _PLUSPLUS_PARALLEL_WORK = 2048, 4_000_000
+
+
+def kmeans_plusplus_indices(X, n_clusters: int, seed: int, n_jobs: int = 1) -> np.ndarray:
+    """Rows chosen by greedy k-means++, as scikit-learn's ``kmeans_plusplus(X, n_clusters,
+    random_state=seed)`` chooses them, with each step's distances in ``n_jobs`` threads.
+
+    Each step's ``2 + ln k`` candidates are compared with every row: ``n_rows x (2 + ln k) x
+    n_features`` multiply-adds a step, the cost of the whole initialisation; scikit-learn
+    computes them on one thread. Here they run by fixed row blocks; the random draws, the
+    running minimum and the potentials are computed on whole arrays as scikit-learn does.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_rows, n_features), float64
+    n_clusters : int
+        At most ``n_rows``.
+    seed : int
+        Seed of the ``numpy.random.RandomState`` the draws come from.
+    n_jobs : int, default=1
+
+    Returns
+    -------
+    indices : ndarray of shape (n_clusters,)
+    """
+    from sklearn.utils.extmath import row_norms
+
+    n_rows = X.shape[0]
+    if n_rows * X.shape[1] < _PLUSPLUS_PARALLEL_WORK:
+        n_jobs = 1
+    squared_norms = row_norms(X, squared=True)
+    random_state = np.random.RandomState(seed)
+    weights = np.ones(n_rows, dtype=X.dtype)
+    n_trials = 2 + int(np.log(n_clusters))
+
+    def squared_distances(chosen) -> np.ndarray:
+        # As scikit-learn's _euclidean_distances(chosen, X): -2 chosen X^T + norms, >= 0.
+        chosen_norms = row_norms(chosen, squared=True)[:, None]
+
+        def block(rows: slice) -> np.ndarray:
+            products = chosen @ X[rows].T
+            distances = -2 * (products.toarray() if sp.issparse(products) else products)
+            distances += chosen_norms
+            distances += squared_norms[None, rows]
+            return np.maximum(distances, 0, out=distances)
+
+        return np.hstack(map_blocks(block, n_rows, n_jobs, _PLUSPLUS_BLOCK))
+
+    indices = np.full(n_clusters, -1, dtype=np.intp)
+    indices[0] = random_state.choice(n_rows, p=weights / weights.sum())
+    first = X[indices[:1]]
+    closest = squared_distances(first.toarray() if sp.issparse(X) else first)[0]
+    potential = closest @ weights
+    for c in range(1, n_clusters):
+        targets = random_state.uniform(size=n_trials) * potential
+        candidates = np.searchsorted(np.cumsum(weights * closest), targets)
+        np.clip(candidates, None, closest.size - 1, out=candidates)
+        distances = squared_distances(X[candidates])
+        np.minimum(closest, distances, out=distances)
+        potentials = distances @ weights.reshape(-1, 1)
+        best = np.argmin(potentials)
+        potential, closest = potentials[best], distances[best]
+        indices[c] = candidates[best]
+    return indices
+
+
+def _kmeans_plusplus_inits(rows: Rows, n_clusters: int, n_init: int,
+                           rng: np.random.Generator, n_jobs: int) -> list[np.ndarray]:
+    """Each replicate's initial rows by greedy k-means++ (:func:`kmeans_plusplus_indices`,
+    one seed each drawn from ``rng`` in replicate order), the replicates side by side.
 
     Squared Euclidean between the rows as :meth:`take` gives them (unit rows for the
     consensus embedding, where that orders pairs as cosine does). Costs about
     ``n_rows * n_clusters * (2 + log k) * n_features`` flops: meant for a sample.
     """
-    from sklearn.cluster import kmeans_plusplus
-
+    seeds = [int(rng.integers(np.iinfo(np.int32).max)) for _ in range(n_init)]
     dense = np.asarray(rows.take(np.arange(rows.n_rows)), dtype=np.float64)
-    _, indices = kmeans_plusplus(dense, n_clusters,
-                                 random_state=int(rng.integers(np.iinfo(np.int32).max)))
-    return np.asarray(indices, dtype=np.intp)
+    return map_threads(lambda seed: kmeans_plusplus_indices(dense, n_clusters, seed, n_jobs),
+                       seeds, n_jobs)
 
 
 def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int = 100,
@@ -116,7 +185,7 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
         only when the work is large. The result does not depend on it.
     init : {"random", "k-means++"}, default="random"
         Each replicate's initial centres: distinct rows drawn at random (litekmeans), or
-        chosen by k-means++ (:func:`_kmeans_plusplus_rows`; the best mode's consensus on
+        chosen by k-means++ (:func:`_kmeans_plusplus_inits`; the best mode's consensus on
         large data).
 
     Returns
@@ -133,7 +202,8 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
     # Every replicate's initial rows are drawn first, in replicate order: the replicates are
     # then independent and may run side by side with the same result.
     if init == "k-means++":
-        inits = [_kmeans_plusplus_rows(rows, n_clusters, rng) for _ in range(n_init)]
+        inits = _kmeans_plusplus_inits(rows, n_clusters, n_init, rng,
+                                       n_jobs or os.cpu_count() or 1)
     elif init == "random":
         inits = [np.sort(rng.choice(rows.n_rows, n_clusters, replace=False))
                  for _ in range(n_init)]

@@ -92,3 +92,18 @@ def test_kmeans_plusplus_start_finds_the_small_clusters_random_rows_miss():
     assert nmi(y, random_rows) < 0.95  # what the k-means++ start is for
     with pytest.raises(ValueError, match="init='kmeans'"):
         litekmeans(X, 20, init="kmeans", rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_kmeans_plusplus_indices_are_scikit_learns_whatever_the_threads(sparse):
+    from sklearn.cluster import kmeans_plusplus
+
+    from fastmice._kmeans import kmeans_plusplus_indices
+
+    rng = np.random.default_rng(3)
+    # 4,000 x 1,200: past the size from which a step's row blocks run in threads.
+    X = sp.random(4000, 1200, density=0.05, format="csr", random_state=4) if sparse \
+        else rng.normal(size=(4000, 1200))
+    _, expected = kmeans_plusplus(X, 30, random_state=11)
+    for n_jobs in (1, 2, 4):
+        np.testing.assert_array_equal(kmeans_plusplus_indices(X, 30, 11, n_jobs), expected)
