@@ -33,7 +33,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from fastmice._lapack import top_eigenpairs
-from fastmice._parallel import map_threads
+from fastmice._parallel import map_blocks, map_threads
 
 __all__ = ["column_graph_eigenvectors"]
 
@@ -48,6 +48,8 @@ _ROUNDS = 6
 _PRODUCT_ROWS = 16384
 #: Pieces (blocks of rows times parts of the columns) of each of its products, at least.
 _MIN_PIECES = 32
+#: Column parts of the Rayleigh-Ritz projection and rows a piece of its back-transform.
+_RITZ_PARTS, _RITZ_ROWS = 16, 512
 
 
 #: Lanczos instead of the dense solver from this side on, for at most side / this many
@@ -261,6 +263,13 @@ def _subspace_top(A: sp.csr_matrix, k: int, rng: np.random.Generator,
     for _ in range(_ROUNDS):
         basis, _ = scipy.linalg.lu(gram_times(basis), permute_l=True, check_finite=False)
     basis, _ = scipy.linalg.qr(gram_times(basis), mode="economic", check_finite=False)
-    projected = basis.T @ gram_times(basis)
+    # The Rayleigh-Ritz products by fixed parts (columns of the one, rows of the other) in
+    # threads: each entry is computed as in the whole product.
+    image = gram_times(basis)
+    column_parts = [slice(lo, hi) for lo, hi in pairwise(
+        np.linspace(0, width, min(width, _RITZ_PARTS) + 1).astype(int))]
+    projected = np.hstack(map_threads(lambda part: basis.T @ image[:, part], column_parts,
+                                      n_jobs))
     _, ritz = _dense_top((projected + projected.T) / 2, k)
-    return basis @ ritz
+    return np.concatenate(map_blocks(lambda rows: basis[rows] @ ritz, n, n_jobs,
+                                     _RITZ_ROWS))

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import kmeans_plusplus_indices, lloyd_rounds
-from fastmice._parallel import map_threads
+from fastmice._parallel import map_blocks, map_threads
 from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
@@ -125,14 +125,16 @@ def _scaled(block, mean: np.ndarray | None, scale: float):
     return block
 
 
-def fit_joint_space(Xs: Sequence, metrics: Sequence[str]) -> JointSpace:
-    """Each view's mean and scale, read a block of rows at a time.
+def fit_joint_space(Xs: Sequence, metrics: Sequence[str], n_jobs: int = 1) -> JointSpace:
+    """Each view's mean and scale, read a block of rows at a time (blocks in ``n_jobs``
+    threads, added up in block order).
 
     Parameters
     ----------
     Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
     metrics : sequence of str
         Each view's metric (resolved: no ``"auto"``).
+    n_jobs : int, default=1
 
     Returns
     -------
@@ -141,13 +143,17 @@ def fit_joint_space(Xs: Sequence, metrics: Sequence[str]) -> JointSpace:
     n_samples = Xs[0].shape[0]
     means, scales = [], []
     for X, metric in zip(Xs, metrics, strict=True):
+        def block_sums(rows: slice, X=X, metric=metric) -> tuple[np.ndarray, float]:
+            block = _metric_rows(X, rows, metric)
+            return (np.asarray(block.sum(axis=0), dtype=np.float64).ravel(),
+                    float(block.multiply(block).sum() if sp.issparse(block)
+                          else np.einsum("ij,ij->", block, block, dtype=np.float64)))
+
         sums = np.zeros(X.shape[1])
         squares = 0.0
-        for start in range(0, n_samples, _BLOCK_ROWS):
-            block = _metric_rows(X, slice(start, start + _BLOCK_ROWS), metric)
-            sums += np.asarray(block.sum(axis=0), dtype=np.float64).ravel()
-            squares += float(block.multiply(block).sum() if sp.issparse(block)
-                             else np.einsum("ij,ij->", block, block, dtype=np.float64))
+        for block_sum, block_squares in map_blocks(block_sums, n_samples, n_jobs, _BLOCK_ROWS):
+            sums += block_sum
+            squares += block_squares
         mean = sums / n_samples
         variance = squares / n_samples - float(mean @ mean)
         scales.append(1.0 / np.sqrt(variance) if variance > 1e-12 else 1.0)
@@ -237,13 +243,30 @@ def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray |
     return labels[:, 0], labels[:, 1:]
 
 
-def _inertia(Z, labels: np.ndarray, centers: np.ndarray) -> float:
-    row_sq = (np.asarray(Z.multiply(Z).sum(axis=1)).ravel() if sp.issparse(Z)
-              else np.einsum("ij,ij->i", Z, Z, dtype=np.float64))
-    assigned = np.asarray(Z.multiply(centers[labels]).sum(axis=1)).ravel() if sp.issparse(Z) \
-        else np.einsum("ij,ij->i", Z, centers[labels], dtype=np.float64)
-    center_sq = np.einsum("ij,ij->i", centers, centers)[labels]
-    return float(np.sum(np.maximum(row_sq + center_sq - 2 * assigned, 0)))
+def _joint_rows(space: JointSpace, Xs: Sequence, rows: np.ndarray, n_jobs: int):
+    """``space.transform(Xs, rows)`` by blocks of the rows in threads (row by row the same)."""
+    if any(sp.issparse(X) for X in Xs):
+        return sp.vstack(map_blocks(lambda part: space.transform(Xs, rows[part]), len(rows),
+                                    n_jobs), format="csr")
+    joint = np.empty((len(rows), sum(X.shape[1] for X in Xs)), dtype=np.float32)
+    map_blocks(lambda part: joint.__setitem__(part, space.transform(Xs, rows[part])),
+               len(rows), n_jobs)
+    return joint
+
+
+def _inertia(Z, labels: np.ndarray, centers: np.ndarray, n_jobs: int = 1) -> float:
+    center_squares = np.einsum("ij,ij->i", centers, centers)
+
+    def block(rows: slice) -> np.ndarray:  # each row's squared distance to its centre
+        part, assigned_centers = Z[rows], centers[labels[rows]]
+        row_sq = (np.asarray(part.multiply(part).sum(axis=1)).ravel() if sp.issparse(part)
+                  else np.einsum("ij,ij->i", part, part, dtype=np.float64))
+        assigned = np.asarray(part.multiply(assigned_centers).sum(axis=1)).ravel() \
+            if sp.issparse(part) else np.einsum("ij,ij->i", part, assigned_centers,
+                                                dtype=np.float64)
+        return np.maximum(row_sq + center_squares[labels[rows]] - 2 * assigned, 0)
+
+    return float(np.sum(np.concatenate(map_blocks(block, Z.shape[0], n_jobs))))
 
 
 def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int
@@ -251,7 +274,12 @@ def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int
     """Lloyd's rounds from k-means++ starts (one per seed, run one after the other; each
     assignment over row blocks in ``n_jobs`` threads), the lowest inertia kept (the first of
     equal ones)."""
-    Z64 = Z.astype(np.float64)  # scikit-learn's k-means++ upcasts float32 in small chunks
+    # scikit-learn's k-means++ upcasts float32 in small chunks
+    if sp.issparse(Z):
+        Z64 = Z.astype(np.float64)
+    else:  # copied by blocks of rows in threads
+        Z64 = np.empty(Z.shape, dtype=np.float64)
+        map_blocks(lambda rows: Z64.__setitem__(rows, Z[rows]), Z.shape[0], n_jobs)
     best = None
     for seed in seeds:
         first = Z64[kmeans_plusplus_indices(Z64, n_clusters, seed, n_jobs)]
@@ -259,7 +287,8 @@ def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int
         labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs),
                                        np.asarray(first, dtype=np.float32), max_iter,
                                        metric="sqeuclidean")
-        run = (_inertia(Z, labels, centers), labels, np.asarray(centers, dtype=np.float32))
+        run = (_inertia(Z, labels, centers, n_jobs), labels,
+               np.asarray(centers, dtype=np.float32))
         if best is None or run[0] < best[0]:
             best = run
     return best
@@ -302,13 +331,13 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
     with stage("joint"):
         n_samples = Xs[0].shape[0]
         rng = group_rng(seed, JOINT_STREAM)
-        space = fit_joint_space(Xs, metrics)
+        space = fit_joint_space(Xs, metrics, n_jobs or 1)
         sample = max(JOINT_SAMPLE, JOINT_PER_CLUSTER * (member_k[1] if n_members
                                                          else n_clusters))
         sampled = n_samples > sample
         rows = np.sort(rng.choice(n_samples, sample, replace=False)) if sampled \
             else np.arange(n_samples)
-        Z = space.transform(Xs, rows)
+        Z = _joint_rows(space, Xs, rows, n_jobs or 1)
         n_features = Z.shape[1]
         n_init = 1 if sampled else JOINT_N_INIT
         # Every draw is made here, in order: the k-means may then run side by side.

@@ -30,6 +30,8 @@ _DENSE_GAIN = 50
 _ADD_AT_MAX = 8192
 #: Clusters per block of TransferRows' centre sums in threads.
 _CLUSTER_BLOCK = 16
+#: Rows of U a piece of ``U @ M`` covers (U has a row per column of the graph: ~10^4).
+_TIMES_ROWS = 512
 
 
 def row_sq_norms(X) -> np.ndarray:
@@ -123,7 +125,9 @@ class MatrixRows:
         indicator = sp.csr_matrix(
             (np.ones(self.n_rows, dtype=X.dtype), np.argsort(labels, kind="stable"), indptr),
             shape=(n_clusters, self.n_rows))
-        return np.asarray(indicator @ X)
+        # By parts of the columns in threads: every entry is the same sum in the same order.
+        return by_column_parts(lambda part: np.asarray(indicator @ X[:, part]), X.shape[1],
+                               self.n_jobs)
 
     def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
         """x_i . c_{labels_i} for every row."""
@@ -252,10 +256,10 @@ class TransferRows:
 
     def _times(self, M: np.ndarray, n_jobs: int) -> np.ndarray:
         """``U @ M``, by blocks of U's rows (each row as in one product)."""
-        if self.U.shape[0] <= BLOCK_ROWS or n_jobs <= 1:
+        if self.U.shape[0] <= _TIMES_ROWS:
             return self.U @ M
         return np.concatenate(map_blocks(lambda rows: self.U[rows] @ M, self.U.shape[0],
-                                         n_jobs))
+                                         n_jobs, _TIMES_ROWS))
 
     def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from fastmice._blas import on_one_blas_thread
 from fastmice._eigen import column_graph_eigenvectors
 from fastmice._kmeans import lloyd_rounds, sampled_litekmeans
+from fastmice._parallel import map_blocks
 from fastmice._rows import MatrixRows, TransferRows
 from fastmice._stages import stage
 
@@ -18,13 +19,23 @@ __all__ = ["BipartitePartition", "partition_bipartite_graph"]
 #: Largest rows x dimensions of an embedding formed whole (2^24 float64 = 134 MB); beyond
 #: it, k-means works on the implicit TransferRows.
 _DENSE_EMBEDDING = 2**24
+#: Rows a piece of Dx^-1 B covers.
+_STOCHASTIC_ROWS = 32768
 
 
-def _row_stochastic(B: sp.csr_matrix) -> sp.csr_matrix:
-    """Dx^-1 B: rows divided by their sums (an all-zero row stays zero, as dx = 1e-10 does)."""
-    dx = np.asarray(B.sum(axis=1)).ravel()
-    dx[dx == 0] = 1e-10
-    return sp.csr_matrix(sp.diags(1.0 / dx) @ B)
+def _row_stochastic(B: sp.csr_matrix, n_jobs: int = 1) -> sp.csr_matrix:
+    """Dx^-1 B: rows divided by their sums (an all-zero row stays zero, as dx = 1e-10 does).
+
+    By blocks of rows in ``n_jobs`` threads (each row as in one product)."""
+    def block(rows: slice) -> sp.csr_matrix:
+        part = B[rows]
+        dx = np.asarray(part.sum(axis=1)).ravel()
+        dx[dx == 0] = 1e-10
+        return sp.csr_matrix(sp.diags(1.0 / dx) @ part)
+
+    if B.shape[0] <= _STOCHASTIC_ROWS:
+        return block(slice(None))
+    return sp.vstack(map_blocks(block, B.shape[0], n_jobs, _STOCHASTIC_ROWS), format="csr")
 
 
 def _embed_rows(B: sp.csr_matrix, anchor_embedding: np.ndarray,
@@ -33,7 +44,7 @@ def _embed_rows(B: sp.csr_matrix, anchor_embedding: np.ndarray,
 
     Formed whole when small (as the official code does); otherwise kept implicit.
     """
-    R = _row_stochastic(B)
+    R = _row_stochastic(B, n_jobs)
     if B.shape[0] * anchor_embedding.shape[1] > _DENSE_EMBEDDING:
         return TransferRows(R, anchor_embedding, n_jobs=n_jobs)
     embedding = np.asarray(R @ anchor_embedding)

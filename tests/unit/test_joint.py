@@ -157,3 +157,22 @@ def test_the_consensus_is_noise_only_below_what_k_means_finds_in_shuffled_column
     Z = space.transform(Xs, slice(None))
     assert 0 < _joint_consensus.null_share(Z, 4, np.random.default_rng(2)) < \
         _joint_consensus.explained_share(Z, truth)
+
+
+def test_the_joint_space_and_its_rows_are_the_same_in_threads():
+    rng = np.random.default_rng(5)
+    dense = rng.standard_normal((20_000, 6))
+    text = sp.random(20_000, 40, density=0.1, random_state=1, format="csr")
+    metrics = ["euclidean", "cosine"]
+    one = _joint.fit_joint_space([dense, text], metrics)
+    four = _joint.fit_joint_space([dense, text], metrics, n_jobs=4)
+    assert one.scales.tolist() == four.scales.tolist()
+    np.testing.assert_array_equal(one.means[0], four.means[0])
+    rows = np.sort(rng.choice(20_000, 9_000, replace=False))
+    for Xs, space in (([dense, text], one), ([dense], _joint.fit_joint_space([dense],
+                                                                             metrics[:1]))):
+        whole = space.transform(Xs, rows)
+        blocks = _joint._joint_rows(space, Xs, rows, n_jobs=4)
+        if sp.issparse(whole):
+            whole, blocks = whole.toarray(), blocks.toarray()
+        np.testing.assert_array_equal(whole, blocks)
