@@ -181,12 +181,12 @@ def _pipeline_run(work: Path, label: str, folder: Path, workers: int,
 def section_dask(work: Path, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The pipeline on Dask: ``--dask local`` on 2 worker processes against 2 task threads
     at ``--dask-n`` samples; then weak scaling, ``--dask-per-worker`` samples a worker on
-    1, 2, 4 worker processes (k = 400)."""
+    1, 2, 4 worker processes (``--dask-weak``; k = 400)."""
     folder = _data(root, "latent", args.dask_n, 400)
     threads = _pipeline_run(work, "threads-2", folder, 2, dask=False)
     dask = _pipeline_run(work, "dask-2", folder, 2, dask=True)
     weak = [_pipeline_run(work, f"weak-{w}", _data(root, "latent", w * args.dask_per_worker, 400),
-                          w, dask=True) for w in (1, 2, 4)]
+                          w, dask=True) for w in args.dask_weak]
     return {"threads": threads, "dask": dask, "dask_over_threads": round(
         dask["wall"] / threads["wall"], 3), "cpu_dask_over_threads": round(
         dask["cpu"] / threads["cpu"], 3), "labels_identical": dask["labels_sha"] ==
@@ -342,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the N of section dask's threads-against-Dask runs")
     parser.add_argument("--dask-per-worker", type=int, default=25_000,
                         help="samples per worker process of section dask's weak scaling")
+    parser.add_argument("--dask-weak", type=lambda text: [int(n) for n in text.split(",") if n],
+                        default=[1, 2, 4],
+                        help="worker processes of section dask's weak scaling ('' for none)")
     parser.add_argument("--sizes", type=lambda text: [int(n) for n in text.split(",")],
                         default=[50_000, 100_000, 200_000, YTF_N],
                         help="the N of section n (comma-separated)")
