@@ -61,7 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["CHOICES", "UNINFORMED", "BestChoices", "agreement_knee", "agreement_weights",
-           "base_k_range", "consensus_cuts", "consensus_widths", "empty_rows",
+           "base_k_range", "consensus_cuts", "consensus_widths", "empty_rows", "heavy_cuts",
            "informed_labels", "member_nmi", "missing_rows", "normalised_entropy",
            "weighted_agreement", "weighted_incidence"]
 
@@ -125,6 +125,12 @@ class BestChoices:
     kmeans_plusplus_min_samples : int or None
         Above this many samples the consensus k-means starts once from k-means++ rows of
         its sample instead of from the best of ``n_init`` random ones (None: never).
+    cuts_max_work : int
+        Above this ``n_samples * k**2`` the consensus makes one cut of Tcut's width ``k`` and
+        the joint candidate one k-means++ start of a few rounds, as on many samples: their
+        k-means cost grows as ``N k^2`` (20,000 samples of 2,672 features, k = 400: the
+        best mode took 4-5x the paper mode's CPU). No set measured for quality comes near
+        (the largest: 5,000 samples, k = 200, 2e8).
     replicates_max_samples : int
         Above this many samples one cut (each cut's k-means rounds run on every sample: three
         cost 1.7x the paper mode's whole fit at 100,000 samples).
@@ -162,6 +168,7 @@ class BestChoices:
     replicates: int = 3
     kmeans_plusplus_min_samples: int | None = 20_000
     replicates_max_samples: int = 100_000
+    cuts_max_work: int = 500_000_000
     max_samples: int | None = None
     joint_members_share: float = 0.0
     joint_candidate: bool = True
@@ -189,12 +196,19 @@ def base_k_range(low_k: int, high_k: int, n_samples: int, mode: str) -> tuple[in
     return low_k, max(high_k, finer)
 
 
+def heavy_cuts(n_clusters: int, n_samples: int) -> bool:
+    """Whether ``n_samples * k**2`` is above ``cuts_max_work``: one consensus cut and one
+    short joint k-means, whatever the number of samples."""
+    return n_samples * n_clusters ** 2 > CHOICES.cuts_max_work
+
+
 def consensus_widths(n_clusters: int, n_samples: int) -> list[int]:
     """Eigenvectors of the best mode's consensus embeddings, each at least ``k`` and at
     most ``n_samples``, without repeats: ``k + extra_vectors``, then
     ``ceil(consensus_vectors * k)`` (k = 2: [3]; k = 10: [11, 15]; k = 100: [101, 150]);
-    Tcut's ``[k]`` on more than ``wide_max_samples`` samples."""
-    if n_samples > CHOICES.wide_max_samples:
+    Tcut's ``[k]`` on more than ``wide_max_samples`` samples or where the cuts are
+    heavy (:func:`heavy_cuts`)."""
+    if n_samples > CHOICES.wide_max_samples or heavy_cuts(n_clusters, n_samples):
         return [n_clusters]
     wanted = [n_clusters + CHOICES.extra_vectors,
               math.ceil(max(1.0, CHOICES.consensus_vectors) * n_clusters - 1e-9)]
@@ -212,7 +226,8 @@ def consensus_cuts(n_clusters: int, n_samples: int) -> tuple[list[int], str]:
     cut above ``replicates_max_samples``), and how their k-means start (``"k-means++"``
     above ``kmeans_plusplus_min_samples``, else ``"random"``)."""
     widths = consensus_widths(n_clusters, n_samples)
-    replicates = 1 if n_samples > CHOICES.replicates_max_samples else max(1, CHOICES.replicates)
+    replicates = 1 if n_samples > CHOICES.replicates_max_samples or \
+        heavy_cuts(n_clusters, n_samples) else max(1, CHOICES.replicates)
     plusplus = CHOICES.kmeans_plusplus_min_samples
     start = "k-means++" if plusplus is not None and n_samples > plusplus else "random"
     return widths * replicates, start

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._best import weighted_agreement
+from fastmice._best import heavy_cuts, weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import kmeans_plusplus_indices, lloyd_rounds
 from fastmice._parallel import map_blocks, map_threads
@@ -304,8 +304,9 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
 
     Up to :data:`JOINT_SAMPLE` samples (at least :data:`JOINT_PER_CLUSTER` a cluster) each
     runs on every sample; above, at most :data:`JOINT_SAMPLED_ROUNDS` rounds on one uniform
-    sample of that many, and every sample is
-    then assigned to the nearest centres (linear in N).
+    sample of that many, and every sample is then assigned to the nearest centres (linear
+    in N). Where the cuts are heavy (:func:`fastmice._best.heavy_cuts`: large k) the
+    candidate also starts once and runs at most that many rounds.
 
     Parameters
     ----------
@@ -335,11 +336,12 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
         sample = max(JOINT_SAMPLE, JOINT_PER_CLUSTER * (member_k[1] if n_members
                                                          else n_clusters))
         sampled = n_samples > sample
+        short = sampled or heavy_cuts(n_clusters, n_samples)
         rows = np.sort(rng.choice(n_samples, sample, replace=False)) if sampled \
             else np.arange(n_samples)
         Z = _joint_rows(space, Xs, rows, n_jobs or 1)
         n_features = Z.shape[1]
-        n_init = 1 if sampled else JOINT_N_INIT
+        n_init = 1 if short else JOINT_N_INIT
         # Every draw is made here, in order: the k-means may then run side by side.
         work = [(None, min(n_clusters, len(rows)),
                  [int(rng.integers(np.iinfo(np.int32).max)) for _ in range(n_init)])]
@@ -353,7 +355,7 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
         def run(item: tuple) -> tuple[float, np.ndarray, np.ndarray]:
             columns, k, seeds = item
             return _kmeans(Z if columns is None else Z[:, columns], k, seeds, n_jobs or 1,
-                           JOINT_SAMPLED_ROUNDS if sampled else JOINT_MAX_ITER)
+                           JOINT_SAMPLED_ROUNDS if short else JOINT_MAX_ITER)
 
         runs = map_threads(run, work, n_jobs or 1)
         columns = [item[0] for item in work[1:]]

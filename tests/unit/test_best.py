@@ -382,3 +382,32 @@ def test_the_metric_rule_leaves_a_sparse_view_as_it_is():
     assert choose_metric(X, "best") == "cosine"  # one value in 40 per filled row
     assert all(np.array_equal(a, b) for a, b in zip(before, (X.data, X.indices, X.indptr),
                                                     strict=True))
+
+
+def test_heavy_cuts_make_one_consensus_cut_and_a_short_joint_k_means():
+    """Where n k^2 is large (k = 400 at 20,000 samples) the six cuts and the joint
+    candidate's three long k-means cost 4-5x the paper mode's fit: one cut of width k, one
+    short joint k-means; the sizes measured for quality keep theirs."""
+    from fastmice._best import consensus_cuts, heavy_cuts
+
+    assert consensus_cuts(400, 20_000) == ([400], "random")
+    assert consensus_cuts(200, 5_000) == ([201, 300] * 3, "random")  # 2e8: not heavy
+    assert consensus_cuts(10, 200_000) == ([10], "k-means++")
+    assert heavy_cuts(400, 20_000) and not heavy_cuts(100, 10_000)
+    from fastmice import _joint
+
+    calls = []
+    original = _joint._kmeans
+
+    def recording(Z, n_clusters, seeds, n_jobs, max_iter):
+        calls.append((len(seeds), max_iter))
+        return original(Z, n_clusters, seeds, n_jobs, max_iter)
+
+    rng = np.random.default_rng(0)
+    Xs = [rng.standard_normal((3_000, 4)), rng.standard_normal((3_000, 3))]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_joint, "_kmeans", recording)
+        for k in (410, 40):  # 3,000 x 410^2 > 5e8: heavy; 3,000 x 40^2: not
+            _joint.joint_ensemble(Xs, ["euclidean"] * 2, k, seed=0, n_members=0,
+                                  member_k=(k, 2 * k), feature_ratio=(0.2, 0.8))
+    assert calls == [(1, _joint.JOINT_SAMPLED_ROUNDS), (_joint.JOINT_N_INIT, _joint.JOINT_MAX_ITER)]
