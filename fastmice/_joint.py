@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from fastmice._best import heavy_cuts, weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import kmeans_plusplus_indices, lloyd_rounds
-from fastmice._parallel import map_blocks, map_threads
+from fastmice._parallel import fill_blocks, map_blocks, map_threads
 from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
@@ -248,10 +248,8 @@ def _joint_rows(space: JointSpace, Xs: Sequence, rows: np.ndarray, n_jobs: int):
     if any(sp.issparse(X) for X in Xs):
         return sp.vstack(map_blocks(lambda part: space.transform(Xs, rows[part]), len(rows),
                                     n_jobs), format="csr")
-    joint = np.empty((len(rows), sum(X.shape[1] for X in Xs)), dtype=np.float32)
-    map_blocks(lambda part: joint.__setitem__(part, space.transform(Xs, rows[part])),
-               len(rows), n_jobs)
-    return joint
+    return fill_blocks(np.empty((len(rows), sum(X.shape[1] for X in Xs)), dtype=np.float32),
+                       lambda part: space.transform(Xs, rows[part]), n_jobs)
 
 
 def _inertia(Z, labels: np.ndarray, centers: np.ndarray, n_jobs: int = 1) -> float:
@@ -278,8 +276,7 @@ def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int
     if sp.issparse(Z):
         Z64 = Z.astype(np.float64)
     else:  # copied by blocks of rows in threads
-        Z64 = np.empty(Z.shape, dtype=np.float64)
-        map_blocks(lambda rows: Z64.__setitem__(rows, Z[rows]), Z.shape[0], n_jobs)
+        Z64 = fill_blocks(np.empty(Z.shape, dtype=np.float64), lambda rows: Z[rows], n_jobs)
     best = None
     for seed in seeds:
         first = Z64[kmeans_plusplus_indices(Z64, n_clusters, seed, n_jobs)]

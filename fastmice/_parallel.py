@@ -23,8 +23,8 @@ import numpy as np
 
 from fastmice import _stages
 
-__all__ = ["BLOCK_ROWS", "Team", "by_column_parts", "map_blocks", "map_threads", "team",
-           "team_size"]
+__all__ = ["BLOCK_ROWS", "Team", "by_column_parts", "fill_blocks", "map_blocks", "map_threads",
+           "team", "team_size"]
 
 #: Rows per block when a rows-by-something matrix is formed: small enough for a block of
 #: scores against some hundreds of centres to stay in cache (2,048 rows x 600 float32 is
@@ -186,6 +186,17 @@ def map_blocks(function: Callable[[slice], object], n_rows: int, n_jobs: int = 1
     """
     blocks = [slice(s, min(s + block, n_rows)) for s in range(0, n_rows, block)]
     return map_threads(function, blocks, n_jobs)
+
+
+def fill_blocks(out: np.ndarray, function: Callable[[slice], np.ndarray],
+                n_jobs: int = 1, block: int = BLOCK_ROWS) -> np.ndarray:
+    """``out[rows] = function(rows)`` for each row block of ``out``, in ``n_jobs`` threads:
+    :func:`map_blocks` without putting the parts together afterwards. Returns ``out``."""
+    def fill(rows: slice) -> None:
+        out[rows] = function(rows)
+
+    map_blocks(fill, out.shape[0], n_jobs, block)
+    return out
 
 
 def map_threads(function: Callable, items: Iterable, n_jobs: int,
