@@ -39,7 +39,7 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     offsets = np.concatenate([[0], np.cumsum(n_base_clusters)[:-1]])
     weights = _best.agreement_weights(base_labels, choices.weighting, choices.entropy_knee,
                                       _best.agreement_knee(base_labels.shape[0]),
-                                      choices.centrality)
+                                      choices.centrality, n_jobs)
     B = _best.weighted_incidence(base_labels, offsets, int(n_base_clusters.sum()), weights)
     used_columns = np.flatnonzero(np.asarray(B.sum(axis=0)).ravel() > 0)
     B = B[:, used_columns]
@@ -56,7 +56,7 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
             n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
             full_rounds=full_rounds, n_vectors=width, kmeans_init=kmeans_init,
             eigen_cache=eigen_cache)
-        score = _best.weighted_agreement(partition.labels_, base_labels, weights) \
+        score = _best.weighted_agreement(partition.labels_, base_labels, weights, n_jobs) \
             if len(widths) > 1 else 0.0
         if score > best_score:
             best, best_score = partition, score

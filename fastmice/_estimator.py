@@ -269,9 +269,9 @@ default=None
         params = replace(params, metric=resolve_metrics(Xs, params.metric, params.mode))
         seed = params.root_seed
         specs = draw_view_groups([X.shape[1] for X in Xs], n_samples, params, seed=seed)
-        empty = missing_rows(Xs, params.mode)
         threads = 1 if n_samples < THREADS_MIN_SAMPLES else effective_n_jobs(self.n_jobs)
         with team(threads):  # every stage below shares these threads
+            empty = missing_rows(Xs, params.mode)
             fitted = _run_groups(self.n_jobs, _fit_group,
                                  [(Xs, spec, empty, params.mode) for spec in specs], n_samples,
                                  specs)

@@ -176,7 +176,7 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
         source = "consensus"  # (with "auto", the candidate was made for another k)
     else:
         source = choose_by_agreement(found.labels_, joint.labels_, members,
-                                     found.member_weights)
+                                     found.member_weights, n_jobs)
         if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
                 Xs, joint.space, found.labels_, joint.labels_, params.n_clusters,
                 seed=seed, n_jobs=n_jobs):

@@ -78,7 +78,7 @@ def _as_rows(X, metric: str) -> Rows:
 #: Rows of the data each piece of a k-means++ distance step covers (fixed: the result does
 #: not depend on the number of threads), and the rows x features from which the pieces of a
 #: step run in threads (below, a step is too short for threads to pay).
-_PLUSPLUS_BLOCK, _PLUSPLUS_PARALLEL_WORK = 2048, 4_000_000
+_PLUSPLUS_BLOCK, _PLUSPLUS_PARALLEL_WORK = 512, 4_000_000
 
 
 def kmeans_plusplus_indices(X, n_clusters: int, seed: int, n_jobs: int = 1) -> np.ndarray:

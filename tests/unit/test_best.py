@@ -399,9 +399,9 @@ def test_heavy_cuts_make_one_consensus_cut_and_a_short_joint_k_means():
     calls = []
     original = _joint._kmeans
 
-    def recording(Z, n_clusters, seeds, n_jobs, max_iter):
-        calls.append((len(seeds), max_iter))
-        return original(Z, n_clusters, seeds, n_jobs, max_iter)
+    def recording(Z, n_clusters, seeds, n_jobs, max_iter, subsample_start=False):
+        calls.append((len(seeds), max_iter, subsample_start))
+        return original(Z, n_clusters, seeds, n_jobs, max_iter, subsample_start)
 
     rng = np.random.default_rng(0)
     Xs = [rng.standard_normal((3_000, 4)), rng.standard_normal((3_000, 3))]
@@ -410,4 +410,5 @@ def test_heavy_cuts_make_one_consensus_cut_and_a_short_joint_k_means():
         for k in (410, 40):  # 3,000 x 410^2 > 5e8: heavy; 3,000 x 40^2: not
             _joint.joint_ensemble(Xs, ["euclidean"] * 2, k, seed=0, n_members=0,
                                   member_k=(k, 2 * k), feature_ratio=(0.2, 0.8))
-    assert calls == [(1, _joint.JOINT_SAMPLED_ROUNDS), (_joint.JOINT_N_INIT, _joint.JOINT_MAX_ITER)]
+    assert calls == [(1, _joint.JOINT_SAMPLED_ROUNDS, True),
+                     (_joint.JOINT_N_INIT, _joint.JOINT_MAX_ITER, False)]

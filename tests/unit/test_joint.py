@@ -103,6 +103,24 @@ def test_on_more_samples_than_its_sample_it_fits_there_and_assigns_the_rest(monk
     np.testing.assert_array_equal(joint.predict(Xs)[0], joint.labels_)
 
 
+def test_a_short_run_starts_from_a_subsample_drawn_from_its_seed(monkeypatch, make_blobs):
+    start = _joint._start_rows(20_000, 400, seed=3, subsample=True)
+    assert len(start) == _joint.JOINT_INIT_ROWS and np.all(np.diff(start) > 0)
+    np.testing.assert_array_equal(start, _joint._start_rows(20_000, 400, 3, True))
+    many = _joint.JOINT_INIT_ROWS // _joint.JOINT_INIT_PER_CLUSTER + 100  # clusters
+    assert len(_joint._start_rows(20_000, many, 3, True)) == _joint.JOINT_INIT_PER_CLUSTER * many
+    assert len(_joint._start_rows(20_000, 400, 3, False)) == 20_000
+    Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
+    monkeypatch.setattr(_joint, "JOINT_SAMPLE", 300)
+    monkeypatch.setattr(_joint, "JOINT_PER_CLUSTER", 10)
+    monkeypatch.setattr(_joint, "JOINT_INIT_ROWS", 30)
+    fits = [_joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 3, seed=11, n_members=0,
+                                  member_k=(3, 6), feature_ratio=(0.2, 0.8), n_jobs=n_jobs)
+            for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert _nmi(y, fits[0].labels_) == 1.0
+
+
 def test_the_candidate_wins_only_where_it_agrees_better_with_the_members():
     truth = np.repeat(np.arange(4), 50)
     noisy = truth.copy()
