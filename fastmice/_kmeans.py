@@ -117,14 +117,19 @@ def kmeans_plusplus_indices(X, n_clusters: int, seed: int, n_jobs: int = 1) -> n
         # As scikit-learn's _euclidean_distances(chosen, X): -2 chosen X^T + norms, >= 0.
         chosen_norms = row_norms(chosen, squared=True)[:, None]
 
-        def block(rows: slice) -> np.ndarray:
+        out = np.empty((chosen.shape[0], n_rows), dtype=np.result_type(chosen, X))
+
+        def block(rows: slice) -> None:  # each piece into its own columns of ``out``
             products = chosen @ X[rows].T
-            distances = -2 * (products.toarray() if sp.issparse(products) else products)
+            distances = out[:, rows]
+            np.multiply(products.toarray() if sp.issparse(products) else products, -2,
+                        out=distances)
             distances += chosen_norms
             distances += squared_norms[None, rows]
-            return np.maximum(distances, 0, out=distances)
+            np.maximum(distances, 0, out=distances)
 
-        return np.hstack(map_blocks(block, n_rows, n_jobs, _PLUSPLUS_BLOCK))
+        map_blocks(block, n_rows, n_jobs, _PLUSPLUS_BLOCK)
+        return out
 
     indices = np.full(n_clusters, -1, dtype=np.intp)
     indices[0] = random_state.choice(n_rows, p=weights / weights.sum())
