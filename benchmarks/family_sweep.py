@@ -15,6 +15,7 @@ Usage, from the repository root::
     python benchmarks/family_sweep.py --part design --max-samples 5000 \\
         --json design.json --plot signal.png
     python benchmarks/family_sweep.py --part confirmation --methods paper,best:weighting=none
+    python benchmarks/family_sweep.py --part confirmation --redraw 7919   # fresh data
     python benchmarks/family_sweep.py --plot signal.png --from-json design.json,conf.json
 """
 
@@ -244,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", help="comma-separated point names (default: all)")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--redraw", type=int, default=0,
+                        help="add this to every point's data seed: a fresh draw of the same "
+                             "points, data nobody has measured on (0: the points as fixed)")
     parser.add_argument("--json", type=Path, help="write the rows and summary here")
     parser.add_argument("--plot", type=Path, help="draw NMI against signal here (PNG)")
     parser.add_argument("--from-json", help="plot/tabulate these JSON files, run nothing")
@@ -255,13 +259,14 @@ def main(argv: list[str] | None = None) -> int:
                   if args.max_samples is None or p.n_samples <= args.max_samples]
         if args.points:
             points = [p for p in points if p.name in args.points.split(",")]
+        points = [dataclasses.replace(p, seed=p.seed + args.redraw) for p in points]
         methods = split_methods(args.methods)
         seeds = [int(s) for s in args.seeds.split(",")]
         started = time.perf_counter()
         rows = run_methods(points, methods, seeds, args.n_jobs)
         import fastmice
 
-        results = [{"part": args.part, "methods": methods, "seeds": seeds,
+        results = [{"part": args.part, "redraw": args.redraw, "methods": methods, "seeds": seeds,
                     "fastmice": [fastmice.CODE_VERSION, str(Path(fastmice.__file__).parent)],
                     "max_samples": args.max_samples, "load_average": os.getloadavg(),
                     "wall_seconds": round(time.perf_counter() - started, 1),

@@ -11,7 +11,9 @@ the paper mode (their NMI per family point from the family sweep's JSON).
 The rules (``RULES``): ``agreement`` (the weighted NMI with the base clusterings, the
 candidate's rule before the noise check), ``noise`` (``agreement``, or the consensus explains
 less of the joint space than k-means explains of it with its columns shuffled while the
-candidate explains more: ``BestChoices.joint_null``), ``gap<t`` (``agreement``, or the
+candidate explains more: ``BestChoices.joint_null``), ``noise+tie<t`` (``noise``, or the
+candidate's agreement less than ``t`` below the consensus's: ``BestChoices.joint_tie``),
+``gap<t`` (``agreement``, or the
 consensus's excess over that null below ``t`` times the candidate's), ``variance``,
 ``silhouette`` (the higher in the joint space), ``view_kmeans`` (the higher mean NMI with
 k-means on each view alone), ``joint`` (always) and ``oracle`` (the better by the truth).
@@ -142,6 +144,9 @@ def _gap(f: dict) -> float:
 RULES = {
     "agreement": lambda f: f["wa_j"] > f["wa_c"],
     "noise": lambda f: f["wa_j"] > f["wa_c"] or f["R_c"] < f["R_null"] < f["R_j"],
+    **{f"noise+tie<{t}": (lambda f, t=t: f["wa_j"] > f["wa_c"] - t
+                          or f["R_c"] < f["R_null"] < f["R_j"])
+       for t in (0.003, 0.005, 0.008, 0.01, 0.012, 0.015, 0.02)},
     "gap<0.25": lambda f: f["wa_j"] > f["wa_c"] or _gap(f) < 0.25,
     "gap<0.5": lambda f: f["wa_j"] > f["wa_c"] or _gap(f) < 0.5,
     "variance": lambda f: f["R_j"] > f["R_c"],

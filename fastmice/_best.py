@@ -152,6 +152,11 @@ class BestChoices:
         The joint candidate is also kept where the consensus explains less of the joint
         space than k-means explains of it with its columns shuffled, and the candidate more
         (:func:`fastmice._joint_consensus.consensus_is_noise`): redundant weak views.
+    joint_tie : float
+        The joint candidate is kept where its weighted agreement with the members is no
+        more than this below the consensus's (NMI): within one point the ensemble's own
+        objective cannot tell the two apart, and the candidate has seen every feature of
+        every view. 0: only where it agrees better.
     """
 
     empty_rows: bool = True
@@ -175,6 +180,7 @@ class BestChoices:
     joint_members_share: float = 0.0
     joint_candidate: bool = True
     joint_null: bool = True
+    joint_tie: float = 0.01
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).

@@ -390,10 +390,11 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
 
 
 def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
-                        base_labels: np.ndarray, weights: np.ndarray, n_jobs: int = 1) -> str:
-    """``"joint"`` if the joint-space labels agree better with the weighted base
-    clusterings (:func:`weighted_agreement`) than the consensus labels do,
-    else ``"consensus"``.
+                        base_labels: np.ndarray, weights: np.ndarray, n_jobs: int = 1,
+                        tie: float = 0.0) -> str:
+    """``"joint"`` if the joint-space labels agree with the weighted base clusterings
+    (:func:`weighted_agreement`) better than the consensus labels do, or less well by at
+    most ``tie``; else ``"consensus"``.
 
     Parameters
     ----------
@@ -402,7 +403,9 @@ def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
     weights : ndarray of shape (n_members,)
     n_jobs : int, default=1
         Threads (one NMI a member each); the result does not depend on it.
+    tie : float, default=0.0
+        Agreement (NMI) the candidate may lack and still be kept.
     """
     joint = weighted_agreement(joint_labels, base_labels, weights, n_jobs)
-    return "joint" if joint > weighted_agreement(consensus_labels, base_labels, weights, n_jobs) \
-        else "consensus"
+    consensus = weighted_agreement(consensus_labels, base_labels, weights, n_jobs)
+    return "joint" if joint > consensus - tie else "consensus"

@@ -2,9 +2,10 @@
 
 The joint k-means on every feature of every view replaces the consensus cut only if it
 agrees better with the weighted base clusterings (the ensemble's own objective, from the
-data alone): where the views each see the clusters the consensus stays; where the
-consensus cut went wrong (a pair of clusters merged, a few samples split off) and the joint
-space separates the clusters, the candidate wins. Optionally
+data alone), or less well by at most ``CHOICES.joint_tie`` (one NMI point: a tie the
+objective cannot break): where the views each see the clusters the consensus stays; where
+the consensus cut went wrong (a pair of clusters merged, a few samples split off) and the
+joint space separates the clusters, the candidate wins. Optionally
 (``CHOICES.joint_members_share``, off by default) members of k-means on random shares of
 the joint features join the base clusterings in the consensus graph.
 """
@@ -176,7 +177,7 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
         source = "consensus"  # (with "auto", the candidate was made for another k)
     else:
         source = choose_by_agreement(found.labels_, joint.labels_, members,
-                                     found.member_weights, n_jobs)
+                                     found.member_weights, n_jobs, _best.CHOICES.joint_tie)
         if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
                 Xs, joint.space, found.labels_, joint.labels_, params.n_clusters,
                 seed=seed, n_jobs=n_jobs):

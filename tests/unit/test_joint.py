@@ -133,6 +133,21 @@ def test_the_candidate_wins_only_where_it_agrees_better_with_the_members():
     assert _joint.choose_by_agreement(truth, truth, members, weights) == "consensus"
 
 
+def test_within_the_tie_the_candidate_is_kept_beyond_it_the_consensus():
+    truth = np.repeat(np.arange(4), 250)
+    slightly_off = truth.copy()
+    slightly_off[:2] = (slightly_off[:2] + 1) % 4  # 2 of 1,000 samples moved
+    members = np.column_stack([truth, truth, truth])
+    weights = np.ones(3)
+    lacks = 1 - _best.weighted_agreement(slightly_off, members, weights)
+    assert 0 < lacks < _best.BestChoices().joint_tie
+    assert _joint.choose_by_agreement(truth, slightly_off, members, weights,
+                                      tie=_best.BestChoices().joint_tie) == "joint"
+    assert _joint.choose_by_agreement(truth, slightly_off, members, weights) == "consensus"
+    assert _joint.choose_by_agreement(truth, slightly_off, members, weights,
+                                      tie=lacks / 2) == "consensus"
+
+
 def test_the_candidate_is_kept_where_the_consensus_is_no_better_than_noise():
     # Six redundant weak views (each a noisy copy of 8 clusters too close to be told apart
     # in one view; seed 902 is in neither part of the family): every base clustering is
