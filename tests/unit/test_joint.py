@@ -38,6 +38,21 @@ def test_the_candidate_repairs_a_consensus_that_merges_what_the_views_together_s
     assert _nmi(y, best.labels_) > _nmi(y, best.consensus_.partition.labels_)
 
 
+def test_a_tie_the_members_cannot_break_goes_to_the_candidate(monkeypatch):
+    # Eight weak redundant views (a fresh draw of a confirmation point, nobody tuned on
+    # it): the consensus of weak base clusterings agrees with them a little better than the
+    # joint k-means, which averages the views' noise away and finds the clusters.
+    point = families.point(1500, 8, 8, 0.125, False, seed=2033 + 7919)
+    Xs, y = families.make_point(point)
+    concat = _nmi(y, KMeans(8, n_init=10, random_state=0).fit_predict(np.hstack(Xs)))
+    best = FastMICE(8, mode="best", random_state=0).fit(Xs)
+    assert best.consensus_.source == "joint"
+    assert _nmi(y, best.labels_) >= concat - 0.01
+    monkeypatch.setattr(_best, "CHOICES", dataclasses.replace(_best.CHOICES, joint_tie=0.0))
+    strict = FastMICE(8, mode="best", random_state=0).fit(Xs)
+    assert _nmi(y, strict.labels_) < concat - 0.3  # without the tie rule
+
+
 @pytest.fixture
 def joint_members(monkeypatch):
     """The best mode with joint members (one per two view groups; off by default)."""
