@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._best import heavy_cuts, weighted_agreement
+from fastmice._best import heavy_cuts
 from fastmice._blas import on_one_blas_thread
 from fastmice._kmeans import kmeans_plusplus_indices, lloyd_rounds
 from fastmice._parallel import fill_blocks, map_blocks, map_threads
@@ -30,8 +30,7 @@ from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
-__all__ = ["JOINT_STREAM", "JointEnsemble", "JointSpace", "choose_by_agreement",
-           "joint_ensemble"]
+__all__ = ["JOINT_STREAM", "JointEnsemble", "JointSpace", "joint_ensemble"]
 
 #: The joint k-means' stream under the root seed (after the groups' and the consensus').
 JOINT_STREAM = 2
@@ -387,25 +386,3 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
             member_labels = np.column_stack([r[1] for r in runs[1:]]).astype(np.int64) \
                 if n_members else np.empty((n_samples, 0), dtype=np.int64)
         return JointEnsemble(space, centers[0], labels, columns, centers[1:], member_labels)
-
-
-def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
-                        base_labels: np.ndarray, weights: np.ndarray, n_jobs: int = 1,
-                        tie: float = 0.0) -> str:
-    """``"joint"`` if the joint-space labels agree with the weighted base clusterings
-    (:func:`weighted_agreement`) better than the consensus labels do, or less well by at
-    most ``tie``; else ``"consensus"``.
-
-    Parameters
-    ----------
-    consensus_labels, joint_labels : ndarray of shape (n_samples,)
-    base_labels : ndarray of shape (n_samples, n_members)
-    weights : ndarray of shape (n_members,)
-    n_jobs : int, default=1
-        Threads (one NMI a member each); the result does not depend on it.
-    tie : float, default=0.0
-        Agreement (NMI) the candidate may lack and still be kept.
-    """
-    joint = weighted_agreement(joint_labels, base_labels, weights, n_jobs)
-    consensus = weighted_agreement(consensus_labels, base_labels, weights, n_jobs)
-    return "joint" if joint > consensus - tie else "consensus"

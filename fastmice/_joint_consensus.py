@@ -23,15 +23,16 @@ from joblib import effective_n_jobs
 
 from fastmice import _best
 from fastmice._auto_k import choose_n_clusters
+from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
-from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, choose_by_agreement, joint_ensemble
+from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, joint_ensemble
 from fastmice._params import AUTO, EnsembleParams
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
-__all__ = ["consensus_is_noise", "consensus_with_joint", "explained_share", "joint_members",
-           "null_share"]
+__all__ = ["choose_by_agreement", "consensus_is_noise", "consensus_with_joint",
+           "explained_share", "joint_members", "null_share"]
 
 #: Rows the noise check measures on: at most this many, and at least
 #: :data:`NULL_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
@@ -105,6 +106,28 @@ def consensus_is_noise(Xs: Sequence, space: JointSpace, consensus_labels: np.nda
         null = null_share(Z, n_clusters, rng, n_jobs)
         return explained_share(Z, consensus_labels[rows]) < null < \
             explained_share(Z, joint_labels[rows])
+
+
+def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
+                        base_labels: np.ndarray, weights: np.ndarray, n_jobs: int = 1,
+                        tie: float = 0.0) -> str:
+    """``"joint"`` if the joint-space labels agree with the weighted base clusterings
+    (:func:`weighted_agreement`) better than the consensus labels do, or less well by at
+    most ``tie``; else ``"consensus"``.
+
+    Parameters
+    ----------
+    consensus_labels, joint_labels : ndarray of shape (n_samples,)
+    base_labels : ndarray of shape (n_samples, n_members)
+    weights : ndarray of shape (n_members,)
+    n_jobs : int, default=1
+        Threads (one NMI a member each); the result does not depend on it.
+    tie : float, default=0.0
+        Agreement (NMI) the candidate may lack and still be kept.
+    """
+    joint = weighted_agreement(joint_labels, base_labels, weights, n_jobs)
+    consensus = weighted_agreement(consensus_labels, base_labels, weights, n_jobs)
+    return "joint" if joint > consensus - tie else "consensus"
 
 
 def joint_members(n_groups: int) -> int:

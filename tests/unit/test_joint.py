@@ -142,10 +142,10 @@ def test_the_candidate_wins_only_where_it_agrees_better_with_the_members():
     noisy[::7] = (noisy[::7] + 1) % 4
     members = np.column_stack([truth, truth, noisy])
     weights = np.ones(3)
-    assert _joint.choose_by_agreement(noisy, truth, members, weights) == "joint"
-    assert _joint.choose_by_agreement(truth, noisy, members, weights) == "consensus"
+    assert _joint_consensus.choose_by_agreement(noisy, truth, members, weights) == "joint"
+    assert _joint_consensus.choose_by_agreement(truth, noisy, members, weights) == "consensus"
     # equal agreement: the consensus stays
-    assert _joint.choose_by_agreement(truth, truth, members, weights) == "consensus"
+    assert _joint_consensus.choose_by_agreement(truth, truth, members, weights) == "consensus"
 
 
 def test_within_the_tie_the_candidate_is_kept_beyond_it_the_consensus():
@@ -156,11 +156,11 @@ def test_within_the_tie_the_candidate_is_kept_beyond_it_the_consensus():
     weights = np.ones(3)
     lacks = 1 - _best.weighted_agreement(slightly_off, members, weights)
     assert 0 < lacks < _best.BestChoices().joint_tie
-    assert _joint.choose_by_agreement(truth, slightly_off, members, weights,
-                                      tie=_best.BestChoices().joint_tie) == "joint"
-    assert _joint.choose_by_agreement(truth, slightly_off, members, weights) == "consensus"
-    assert _joint.choose_by_agreement(truth, slightly_off, members, weights,
-                                      tie=lacks / 2) == "consensus"
+    choose = _joint_consensus.choose_by_agreement
+    assert choose(truth, slightly_off, members, weights,
+                  tie=_best.BestChoices().joint_tie) == "joint"
+    assert choose(truth, slightly_off, members, weights) == "consensus"
+    assert choose(truth, slightly_off, members, weights, tie=lacks / 2) == "consensus"
 
 
 def test_the_candidate_is_kept_where_the_consensus_is_no_better_than_noise():
