@@ -147,7 +147,7 @@ class BestChoices:
         cost 1.5 points on the confirmation part (BDGP -8): docs/quality.md.
     joint_candidate : bool
         k-means on every joint feature competes with the consensus cut, kept where it
-        agrees better with the weighted members.
+        agrees better with the weighted members (or ties, ``joint_tie``).
     joint_null : bool
         The joint candidate is also kept where the consensus explains less of the joint
         space than k-means explains of it with its columns shuffled, and the candidate more

@@ -5,8 +5,9 @@ merges other clusters), the base clusterings of random view groups each see too 
 their consensus cannot undo the merges. The joint space sees every feature of every view at
 once. Its k-means is one more candidate of the best mode's consensus: it is kept only if it
 agrees better with the weighted base clusterings than the consensus cut does (the ensemble's
-own objective, as the consensus replicates are chosen), so that on data whose views each see
-the clusters the graph consensus stays.
+own objective, as the consensus replicates are chosen) or less well by at most one NMI point
+(:mod:`fastmice._joint_consensus`), so that on data whose views each see the clusters the
+graph consensus stays.
 
 The joint space puts each view on an equal footing whatever its scale or width: a view is
 first compared as its metric says (rows unit-normalised for cosine, square roots for
