@@ -298,8 +298,7 @@ def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int,
     best = None
     for seed in seeds:
         start = _start_rows(Z.shape[0], n_clusters, seed, subsample_start)
-        Z64 = every_row if len(start) == Z.shape[0] and every_row is not None \
-            else float64_rows(Z[start])
+        Z64 = every_row if every_row is not None else float64_rows(Z[start])
         first = Z64[kmeans_plusplus_indices(Z64, n_clusters, seed, n_jobs)]
         first = first.toarray() if sp.issparse(first) else first
         labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs),
