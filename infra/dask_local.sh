@@ -6,7 +6,8 @@
 #
 # The workers run from the repository root with it on PYTHONPATH, so they can import
 # fastmice/, storage/ and tasks/ when Prefect ships task runs to them. DIR (default
-# <repo>/.prefect/dask) holds the pid files, logs and worker scratch space.
+# <repo>/.prefect/dask) holds the pid files, logs and worker scratch space. The workers read
+# infra/dask/fastmice.yaml (DASK_CONFIG).
 #
 # Note (PREFECT.md section 2.1): Prefect's DaskTaskRunner costs 100-170 ms per task run on a
 # 2-core machine, and numpy already uses both cores from threads, so the default thread
@@ -82,6 +83,7 @@ fi
 cd "$repo"
 export PYTHONPATH=$repo${PYTHONPATH:+:$PYTHONPATH}
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
+export DASK_CONFIG=$repo/infra/dask   # workers keep glibc's malloc thresholds (fastmice.yaml)
 
 setsid "$dask_bin" scheduler --host 127.0.0.1 --port "$port" \
   --dashboard-address "127.0.0.1:$((port + 1))" >"$dir/scheduler.log" 2>&1 </dev/null &

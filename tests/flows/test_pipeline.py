@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -219,10 +221,25 @@ def test_recluster_after_append_places_only_the_new_batch(prefect_api, store, bl
 
 @pytest.mark.slow
 def test_dask_local_cluster_gives_the_same_labels(prefect_api, registered, blobs):
-    from prefect_dask import DaskTaskRunner
+    from flows.runners import task_runner
 
-    runner = DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1,
-                                            "processes": True, "dashboard_address": None})
-    summary = _cluster(registered, runner)
+    summary = _cluster(registered, task_runner(2, "local"))
     assert summary["groups_computed"] == M
     np.testing.assert_array_equal(_labels(registered, summary), _library(blobs[0]))
+
+
+@pytest.mark.slow
+def test_local_dask_workers_keep_glibc_malloc_thresholds_and_one_blas_thread(monkeypatch):
+    # Dask's default MALLOC_TRIM_THRESHOLD_=65536 made every large array fault its pages in
+    # anew: the pipeline on 2 worker processes took 1.5x its time on 2 threads.
+    from distributed import Client
+
+    from flows.runners import local_cluster
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    names = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    with local_cluster(n_workers=1, threads_per_worker=1, processes=True,
+                       dashboard_address=None) as cluster, Client(cluster) as client:
+        seen = list(client.run(lambda: {n: os.environ.get(n) for n in names}).values())
+    assert seen == [{"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": "1",
+                     "OPENBLAS_NUM_THREADS": "1"}]
