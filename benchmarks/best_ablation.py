@@ -54,10 +54,12 @@ def parse_config(text: str) -> tuple[str, _best.BestChoices]:
     for item in filter(None, changes.split(",")):
         name, _, value = item.partition("=")
         current = getattr(_best.BestChoices(), name)
-        if isinstance(current, bool):
+        if value == "None":  # max_samples, joint_heldout: off
+            values[name] = None
+        elif isinstance(current, bool):
             values[name] = value == "True"
-        elif current is None:  # max_samples: None or a number of samples
-            values[name] = None if value == "None" else int(value)
+        elif current is None:  # max_samples: a number of samples
+            values[name] = int(value)
         else:
             values[name] = type(current)(value)
     return mode, dataclasses.replace(_best.BestChoices(), **values)

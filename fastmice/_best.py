@@ -151,12 +151,25 @@ class BestChoices:
     joint_null : bool
         The joint candidate is also kept where the consensus explains less of the joint
         space than k-means explains of it with its columns shuffled, and the candidate more
-        (:func:`fastmice._joint_consensus.consensus_is_noise`): redundant weak views.
+        (:func:`fastmice._joint_consensus.consensus_is_noise`): redundant weak views. Off
+        since CODE_VERSION 19: the held-out check (``joint_heldout``) keeps the candidate on
+        every fit where it did (design and confirmation parts, a fresh draw of the
+        confirmation points, the 16 shared sets: the same labels without it).
     joint_tie : float
         The joint candidate is kept where its weighted agreement with the members is no
         more than this below the consensus's (NMI): within one point the ensemble's own
         objective cannot tell the two apart, and the candidate has seen every feature of
         every view. 0: only where it agrees better.
+    joint_heldout : float
+        Where the consensus still wins, the joint candidate is kept if it agrees with held-out
+        members better, by more than this (NMI), than a consensus of the other members does
+        (:func:`fastmice._joint_consensus.heldout_prefers_joint`): the consensus is built
+        from the members it is scored on, and where every member is weak that alone can win
+        it the in-sample comparison. None: no held-out check.
+    joint_heldout_window : float
+        The held-out check runs only where the consensus's in-sample agreement is at most
+        this above the candidate's (it costs two more consensus cuts; every case it changed
+        on the design and confirmation parts was within 0.025).
     """
 
     empty_rows: bool = True
@@ -179,8 +192,10 @@ class BestChoices:
     max_samples: int | None = None
     joint_members_share: float = 0.0
     joint_candidate: bool = True
-    joint_null: bool = True
+    joint_null: bool = False
     joint_tie: float = 0.01
+    joint_heldout: float | None = 0.01
+    joint_heldout_window: float = 0.05
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).

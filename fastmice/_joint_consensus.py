@@ -3,9 +3,12 @@
 The joint k-means on every feature of every view replaces the consensus cut only if it
 agrees better with the weighted base clusterings (the ensemble's own objective, from the
 data alone), or less well by at most ``CHOICES.joint_tie`` (one NMI point: a tie the
-objective cannot break): where the views each see the clusters the consensus stays; where
-the consensus cut went wrong (a pair of clusters merged, a few samples split off) and the
-joint space separates the clusters, the candidate wins. Optionally
+objective cannot break), or where it agrees better with held-out members than a consensus
+of the others does (``CHOICES.joint_heldout``: the consensus is scored on the members it
+was built from, an advantage that wins the in-sample comparison where every member is
+weak): where the views each see the clusters the consensus stays; where the consensus cut
+went wrong (a pair of clusters merged, a few samples split off) and the joint space
+separates the clusters, the candidate wins. Optionally
 (``CHOICES.joint_members_share``, off by default) members of k-means on random shares of
 the joint features join the base clusterings in the consensus graph.
 """
@@ -27,12 +30,13 @@ from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
 from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, joint_ensemble
+from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
 __all__ = ["choose_by_agreement", "consensus_is_noise", "consensus_with_joint",
-           "explained_share", "joint_members", "null_share"]
+           "explained_share", "heldout_prefers_joint", "joint_members", "null_share"]
 
 #: Rows the noise check measures on: at most this many, and at least
 #: :data:`NULL_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
@@ -41,6 +45,11 @@ NULL_SAMPLE, NULL_PER_CLUSTER = 2_000, 10
 NULL_ROUNDS = 10
 #: The check's stream under the joint step's (rows, column shuffles, k-means++ start).
 NULL_STREAM = 1
+#: The held-out check's stream under the joint step's (rows; each half's consensus its own).
+HELDOUT_STREAM = 2
+#: Rows the held-out check measures on: at most this many, and at least
+#: :data:`HELDOUT_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
+HELDOUT_SAMPLE, HELDOUT_PER_CLUSTER = 5_000, 50
 
 
 def explained_share(Z, labels: np.ndarray) -> float:
@@ -130,6 +139,68 @@ def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
     return "joint" if joint > consensus - tie else "consensus"
 
 
+def _heldout_due(consensus_labels: np.ndarray, joint_labels: np.ndarray,
+                 members: np.ndarray, weights: np.ndarray, n_jobs: int) -> bool:
+    """Whether the held-out check runs (``CHOICES.joint_heldout``, at least 4 members, the
+    consensus's in-sample lead at most ``CHOICES.joint_heldout_window``)."""
+    choices = _best.CHOICES
+    if choices.joint_heldout is None or members.shape[1] < 4:
+        return False
+    lead = weighted_agreement(consensus_labels, members, weights, n_jobs) - \
+        weighted_agreement(joint_labels, members, weights, n_jobs)
+    return lead <= choices.joint_heldout_window
+
+
+def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
+                          weights: np.ndarray, n_clusters: int, *, seed: int,
+                          n_jobs: int = 1, margin: float = 0.01) -> bool:
+    """Whether the joint labels agree with held-out members better, by more than
+    ``margin``, than a consensus of the other members does.
+
+    The members split in two halves (even and odd columns); each half's consensus (the best
+    mode's, :func:`fastmice.consensus_partition`) is scored by its weighted agreement
+    (:func:`weighted_agreement`) with the other half, and so are the joint labels; the two
+    halves' scores are averaged. On a uniform sample of ``max(HELDOUT_SAMPLE,
+    HELDOUT_PER_CLUSTER * k)`` rows where there are more. The two consensuses run side by
+    side, each on one thread (on so few rows more threads per cut only add their overhead).
+
+    Parameters
+    ----------
+    joint_labels : ndarray of shape (n_samples,)
+    members : ndarray of shape (n_samples, n_members)
+        Base labels (-1: the member knows nothing of the sample); at least 4 members.
+    weights : ndarray of shape (n_members,)
+        The members' weights in the consensus of all of them.
+    n_clusters : int
+    seed : int
+        Root seed of the ensemble (the check draws from its own stream of it).
+    n_jobs : int, default=1
+        Threads; the result does not depend on it.
+    margin : float, default=0.01
+    """
+    n_samples, n_members = members.shape
+    if n_members < 4:
+        raise ValueError(f"the held-out check needs at least 4 members; got {n_members}.")
+    rng = group_rng(seed, JOINT_STREAM, HELDOUT_STREAM)
+    size = max(HELDOUT_SAMPLE, HELDOUT_PER_CLUSTER * n_clusters)
+    if n_samples > size:
+        rows = np.sort(rng.choice(n_samples, size, replace=False))
+        members, joint_labels = members[rows], joint_labels[rows]
+    half_seeds = rng.integers(0, 2**31 - 1, size=2)
+    halves = (np.arange(0, n_members, 2), np.arange(1, n_members, 2))
+
+    def scores(half: int) -> tuple[float, float]:
+        built, held = halves[half], halves[1 - half]
+        consensus = consensus_partition(members[:, built], n_clusters,
+                                        seed=int(half_seeds[half]), n_jobs=1,
+                                        mode="best").labels_
+        return (weighted_agreement(consensus, members[:, held], weights[held]),
+                weighted_agreement(joint_labels, members[:, held], weights[held]))
+
+    (consensus_a, joint_a), (consensus_b, joint_b) = map_threads(scores, (0, 1), n_jobs)
+    return (joint_a + joint_b) / 2 > (consensus_a + consensus_b) / 2 + margin
+
+
 def joint_members(n_groups: int) -> int:
     """Members of the joint part for an ensemble of ``n_groups`` view groups
     (``CHOICES.joint_members_share`` of them: extending the ensemble extends them too)."""
@@ -204,6 +275,12 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
         if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
                 Xs, joint.space, found.labels_, joint.labels_, params.n_clusters,
                 seed=seed, n_jobs=n_jobs):
+            source = "joint"
+        if source == "consensus" and _heldout_due(found.labels_, joint.labels_, members,
+                                                  found.member_weights, n_jobs) and \
+                heldout_prefers_joint(joint.labels_, members, found.member_weights,
+                                      params.n_clusters, seed=seed, n_jobs=n_jobs,
+                                      margin=_best.CHOICES.joint_heldout):
             source = "joint"
     labels = joint.labels_ if source == "joint" else found.labels_
     return replace(found, labels_=labels, joint=joint, source=source)
