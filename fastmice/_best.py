@@ -152,9 +152,7 @@ class BestChoices:
         The joint candidate is also kept where the consensus explains less of the joint
         space than k-means explains of it with its columns shuffled, and the candidate more
         (:func:`fastmice._joint_consensus.consensus_is_noise`): redundant weak views. Off
-        since CODE_VERSION 19: the held-out check (``joint_heldout``) keeps the candidate on
-        every fit where it did (design and confirmation parts, a fresh draw of the
-        confirmation points, the 16 shared sets: the same labels without it).
+        since CODE_VERSION 19: ``joint_heldout`` keeps the candidate wherever it did.
     joint_tie : float
         The joint candidate is kept where its weighted agreement with the members is no
         more than this below the consensus's (NMI): within one point the ensemble's own
@@ -167,9 +165,8 @@ class BestChoices:
         from the members it is scored on, and where every member is weak that alone can win
         it the in-sample comparison. None: no held-out check.
     joint_heldout_window : float
-        The held-out check runs only where the consensus's in-sample agreement is at most
-        this above the candidate's (it costs two more consensus cuts; every case it changed
-        on the design and confirmation parts was within 0.025).
+        The held-out check runs only where the consensus leads in-sample by at most this
+        (it costs two consensuses; every case it changed on both parts led by <= 0.025).
     """
 
     empty_rows: bool = True
