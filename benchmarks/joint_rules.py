@@ -74,14 +74,14 @@ def capture(part: str, cache: Path, seeds: list[int]) -> None:
     """Fit the best mode per case and seed; keep what the candidates' choice saw."""
     cache.mkdir(parents=True, exist_ok=True)
     seen = {}
-    original = joint_consensus.choose_by_agreement
+    original = joint_consensus.agreements
 
-    def recording(consensus, joint, base, weights):
+    def recording(consensus, joint, base, weights, *args):
         seen.update(cons=consensus.copy(), joint=joint.copy(), base=base.copy(),
                     w=np.asarray(weights).copy())
-        return original(consensus, joint, base, weights)
+        return original(consensus, joint, base, weights, *args)
 
-    joint_consensus.choose_by_agreement = recording
+    joint_consensus.agreements = recording
     try:
         for name, Xs, y, k in cases(part):
             for seed in seeds:
@@ -103,7 +103,7 @@ def capture(part: str, cache: Path, seeds: list[int]) -> None:
                 print(f"{name} seed {seed}: consensus {_nmi(y, seen['cons']):.3f}, joint "
                       f"{_nmi(y, seen['joint']):.3f}", file=sys.stderr, flush=True)
     finally:
-        joint_consensus.choose_by_agreement = original
+        joint_consensus.agreements = original
 
 
 def features(path: Path) -> dict:

@@ -35,7 +35,7 @@ from fastmice._params import AUTO, EnsembleParams
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
-__all__ = ["choose_by_agreement", "consensus_is_noise", "consensus_with_joint",
+__all__ = ["agreements", "choose_by_agreement", "consensus_is_noise", "consensus_with_joint",
            "explained_share", "heldout_prefers_joint", "joint_members", "null_share"]
 
 #: Rows the noise check measures on: at most this many, and at least
@@ -117,12 +117,11 @@ def consensus_is_noise(Xs: Sequence, space: JointSpace, consensus_labels: np.nda
             explained_share(Z, joint_labels[rows])
 
 
-def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
-                        base_labels: np.ndarray, weights: np.ndarray, n_jobs: int = 1,
-                        tie: float = 0.0) -> str:
-    """``"joint"`` if the joint-space labels agree with the weighted base clusterings
-    (:func:`weighted_agreement`) better than the consensus labels do, or less well by at
-    most ``tie``; else ``"consensus"``.
+def agreements(consensus_labels: np.ndarray, joint_labels: np.ndarray,
+               base_labels: np.ndarray, weights: np.ndarray,
+               n_jobs: int = 1) -> tuple[float, float]:
+    """The weighted agreement (:func:`weighted_agreement`) of the consensus labels and of the
+    joint-space labels with the base clusterings, in that order.
 
     Parameters
     ----------
@@ -131,24 +130,31 @@ def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
     weights : ndarray of shape (n_members,)
     n_jobs : int, default=1
         Threads (one NMI a member each); the result does not depend on it.
-    tie : float, default=0.0
-        Agreement (NMI) the candidate may lack and still be kept.
     """
-    joint = weighted_agreement(joint_labels, base_labels, weights, n_jobs)
-    consensus = weighted_agreement(consensus_labels, base_labels, weights, n_jobs)
+    return (weighted_agreement(consensus_labels, base_labels, weights, n_jobs),
+            weighted_agreement(joint_labels, base_labels, weights, n_jobs))
+
+
+def _by_agreement(consensus: float, joint: float, tie: float) -> str:
     return "joint" if joint > consensus - tie else "consensus"
 
 
-def _heldout_due(consensus_labels: np.ndarray, joint_labels: np.ndarray,
-                 members: np.ndarray, weights: np.ndarray, n_jobs: int) -> bool:
+def choose_by_agreement(consensus_labels: np.ndarray, joint_labels: np.ndarray,
+                        base_labels: np.ndarray, weights: np.ndarray, n_jobs: int = 1,
+                        tie: float = 0.0) -> str:
+    """``"joint"`` if the joint-space labels agree with the weighted base clusterings
+    better than the consensus labels do (:func:`agreements`), or less well by at most
+    ``tie`` (NMI the candidate may lack and still be kept); else ``"consensus"``."""
+    return _by_agreement(*agreements(consensus_labels, joint_labels, base_labels, weights,
+                                     n_jobs), tie)
+
+
+def _heldout_due(lead: float, n_members: int) -> bool:
     """Whether the held-out check runs (``CHOICES.joint_heldout``, at least 4 members, the
-    consensus's in-sample lead at most ``CHOICES.joint_heldout_window``)."""
+    consensus's in-sample ``lead`` at most ``CHOICES.joint_heldout_window``)."""
     choices = _best.CHOICES
-    if choices.joint_heldout is None or members.shape[1] < 4:
-        return False
-    lead = weighted_agreement(consensus_labels, members, weights, n_jobs) - \
-        weighted_agreement(joint_labels, members, weights, n_jobs)
-    return lead <= choices.joint_heldout_window
+    return choices.joint_heldout is not None and n_members >= 4 and \
+        lead <= choices.joint_heldout_window
 
 
 def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
@@ -270,14 +276,15 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
             found.n_clusters != joint.centers.shape[0]:
         source = "consensus"  # (with "auto", the candidate was made for another k)
     else:
-        source = choose_by_agreement(found.labels_, joint.labels_, members,
-                                     found.member_weights, n_jobs, _best.CHOICES.joint_tie)
+        consensus_agreement, joint_agreement = agreements(
+            found.labels_, joint.labels_, members, found.member_weights, n_jobs)
+        source = _by_agreement(consensus_agreement, joint_agreement, _best.CHOICES.joint_tie)
         if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
                 Xs, joint.space, found.labels_, joint.labels_, params.n_clusters,
                 seed=seed, n_jobs=n_jobs):
             source = "joint"
-        if source == "consensus" and _heldout_due(found.labels_, joint.labels_, members,
-                                                  found.member_weights, n_jobs) and \
+        if source == "consensus" and _heldout_due(consensus_agreement - joint_agreement,
+                                                  members.shape[1]) and \
                 heldout_prefers_joint(joint.labels_, members, found.member_weights,
                                       params.n_clusters, seed=seed, n_jobs=n_jobs,
                                       margin=_best.CHOICES.joint_heldout):
