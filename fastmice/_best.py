@@ -31,9 +31,8 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   where many view groups isolate the same few samples (WebKB under cosine), they agree
   with one another and agreement alone would let them cut the consensus.
 * **Finer base clusterings where k is small.** A base clustering draws its number of
-  clusters up to ``min(sqrt(N), 50)`` where that is more than the paper's ``2 k`` (the
-  authors' locally weighted ensemble clustering, Huang, Wang and Lai, IEEE TCYB 2018,
-  draws in ``[k, min(sqrt(N), 100)]``; up to 100 Hdigit's seed spread doubled): with few
+  clusters up to ``min(sqrt(N), 50)`` where that is more than the paper's ``2 k`` (as the
+  authors' locally weighted ensemble clustering, IEEE TCYB 2018, up to 100): with few
   clusters each base clustering is nearly a whole answer and the consensus a mere vote;
   finer ones give it pieces to assemble.
 * **Wider consensus embeddings.** The consensus Tcut clusters the rows on more leading
@@ -137,14 +136,11 @@ class BestChoices:
         Above this many samples one cut (each cut's k-means rounds run on every sample: three
         cost 1.7x the paper mode's whole fit at 100,000 samples).
     max_samples : int or None
-        Data of more samples are clustered in the paper mode (its metric rule stays);
-        None (the default): no limit.
+        Data of more samples are clustered in the paper mode (its metric rule stays).
     joint_members_share : float
-        Members of k-means on random shares of the joint space (all views side by side,
-        each scaled to unit variance) per view group, beside the groups' base clusterings
-        (:mod:`fastmice._joint_consensus`); 0 (the default): none. At 0.5 they lifted the
-        design part and the generated family's weak redundant views (NMI 0.07 -> 0.95) but
-        cost 1.5 points on the confirmation part (BDGP -8): docs/quality.md.
+        Members of k-means on random shares of the joint space per view group, beside the
+        base clusterings (:mod:`fastmice._joint_consensus`); 0 (the default): none (at 0.5
+        the confirmation part lost 1.5 points: docs/quality.md).
     joint_candidate : bool
         k-means on every joint feature competes with the consensus cut, kept where it
         agrees better with the weighted members (or ties, ``joint_tie``).
@@ -167,6 +163,10 @@ class BestChoices:
     joint_heldout_window : float
         The held-out check runs only where the consensus leads in-sample by at most this
         (it costs two consensuses; every case it changed on both parts led by <= 0.025).
+    joint_kept_starts : int
+        Once kept, the candidate gets this many k-means++ starts in all; the lowest inertia
+        replaces it unless the members agree with it less (the choice itself is made with
+        three: :func:`fastmice._joint_consensus.polished_candidate`). 3 or fewer: none more.
     """
 
     empty_rows: bool = True
@@ -193,6 +193,7 @@ class BestChoices:
     joint_tie: float = 0.01
     joint_heldout: float | None = 0.01
     joint_heldout_window: float = 0.05
+    joint_kept_starts: int = 10
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).

@@ -24,19 +24,20 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
 
-from fastmice import _best
+from fastmice import _best, _joint
 from fastmice._auto_k import choose_n_clusters
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
-from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, joint_ensemble
+from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans, joint_ensemble
 from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
 __all__ = ["agreements", "choose_by_agreement", "consensus_is_noise", "consensus_with_joint",
-           "explained_share", "heldout_prefers_joint", "joint_members", "null_share"]
+           "explained_share", "heldout_prefers_joint", "joint_members", "null_share",
+           "polished_candidate"]
 
 #: Rows the noise check measures on: at most this many, and at least
 #: :data:`NULL_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
@@ -50,6 +51,8 @@ HELDOUT_STREAM = 2
 #: Rows the held-out check measures on: at most this many, and at least
 #: :data:`HELDOUT_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
 HELDOUT_SAMPLE, HELDOUT_PER_CLUSTER = 5_000, 50
+#: The kept candidate's further starts' stream under the joint step's.
+POLISH_STREAM = 3
 
 
 def explained_share(Z, labels: np.ndarray) -> float:
@@ -207,6 +210,56 @@ def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
     return (joint_a + joint_b) / 2 > (consensus_a + consensus_b) / 2 + margin
 
 
+@on_one_blas_thread
+def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
+                       weights: np.ndarray, *, seed: int, n_starts: int,
+                       n_jobs: int = 1) -> JointEnsemble:
+    """The kept candidate after ``n_starts`` k-means++ starts in all: its own
+    (:data:`fastmice._joint.JOINT_N_INIT`) and more from its own stream of ``seed``. The
+    start of the lowest inertia replaces the candidate if its inertia is lower and it agrees
+    with the weighted members at least as well (:func:`weighted_agreement`, the ensemble's
+    objective): where the joint space's k-means objective is nearly flat (text), a lower
+    inertia alone is a coin toss.
+
+    Unchanged where ``n_starts`` adds none, or where the candidate's k-means ran on a sample
+    or as one short start (many samples, heavy cuts): more starts there cost as much as the
+    fit. The choice is made before, on the three starts' candidate, so that a stronger
+    candidate does not win fits the consensus should keep.
+
+    Parameters
+    ----------
+    joint : JointEnsemble
+        The candidate of :func:`fastmice._joint.joint_ensemble` on ``Xs``.
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+    members : ndarray of shape (n_samples, n_members)
+        Base labels (-1: the member knows nothing of the sample).
+    weights : ndarray of shape (n_members,)
+        The members' weights in the consensus.
+    seed : int
+        Root seed of the ensemble.
+    n_starts : int
+    n_jobs : int, default=1
+        Threads (the starts side by side); the result does not depend on it.
+    """
+    n_samples, n_clusters = Xs[0].shape[0], joint.centers.shape[0]
+    if n_starts <= _joint.JOINT_N_INIT or _best.heavy_cuts(n_clusters, n_samples) or \
+            n_samples > max(_joint.JOINT_SAMPLE, _joint.JOINT_PER_CLUSTER * n_clusters):
+        return joint
+    with stage("joint"):
+        rng = group_rng(seed, JOINT_STREAM, POLISH_STREAM)
+        seeds = [int(rng.integers(np.iinfo(np.int32).max))
+                 for _ in range(n_starts - _joint.JOINT_N_INIT)]
+        Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
+        runs = map_threads(lambda start: _kmeans(Z, n_clusters, [start], 1,
+                                                 _joint.JOINT_MAX_ITER), seeds, n_jobs)
+        inertia, labels, centers = min(runs, key=lambda run: run[0])  # the first of equals
+        if inertia >= _joint._inertia(Z, joint.labels_, joint.centers, n_jobs) or \
+                weighted_agreement(labels, members, weights, n_jobs) < \
+                weighted_agreement(joint.labels_, members, weights, n_jobs):
+            return joint
+        return replace(joint, centers=centers, labels_=labels.astype(np.int64))
+
+
 def joint_members(n_groups: int) -> int:
     """Members of the joint part for an ensemble of ``n_groups`` view groups
     (``CHOICES.joint_members_share`` of them: extending the ensemble extends them too)."""
@@ -289,5 +342,8 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
                                       params.n_clusters, seed=seed, n_jobs=n_jobs,
                                       margin=_best.CHOICES.joint_heldout):
             source = "joint"
+    if source == "joint" and init is None:
+        joint = polished_candidate(joint, Xs, members, found.member_weights, seed=seed,
+                                   n_starts=_best.CHOICES.joint_kept_starts, n_jobs=n_jobs)
     labels = joint.labels_ if source == "joint" else found.labels_
     return replace(found, labels_=labels, joint=joint, source=source)

@@ -88,6 +88,46 @@ def test_the_held_out_check_scores_each_half_s_consensus_on_the_other_half():
         _joint_consensus.heldout_prefers_joint(truth, members[:, :3], np.ones(3), 3, seed=0)
 
 
+def test_a_kept_candidate_gets_more_starts_and_fixes_a_poor_local_optimum(monkeypatch):
+    # Four weak redundant views (a fresh draw of a confirmation point): the candidate is
+    # kept, but its three k-means starts end in a local optimum that merges two clusters
+    # and splits another; ten starts, as k-means on the concatenation has, find the clusters.
+    Xs, y = families.make_point(families.point(1500, 12, 4, 0.375, False,
+                                               seed=2011 + 104729))
+    with threadpool_limits(1):
+        concat = _nmi(y, KMeans(12, n_init=10, random_state=1).fit_predict(np.hstack(Xs)))
+    best = FastMICE(12, mode="best", random_state=1, n_jobs=2).fit(Xs)
+    assert best.consensus_.source == "joint"
+    assert _nmi(y, best.labels_) >= concat - 0.01
+    monkeypatch.setattr(_best, "CHOICES",
+                        dataclasses.replace(_best.CHOICES, joint_kept_starts=0))
+    three = FastMICE(12, mode="best", random_state=1, n_jobs=2).fit(Xs)
+    assert three.consensus_.source == "joint"  # the choice is made before, the same
+    assert _nmi(y, three.labels_) < concat - 0.03
+
+
+def test_more_starts_replace_the_candidate_only_if_the_members_agree_as_well(make_blobs):
+    Xs, y = make_blobs(n_samples=600, n_clusters=6, seed=4)
+    joint = _joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 6, seed=2, n_members=0,
+                                  member_k=(6, 6), feature_ratio=(0.2, 0.8), n_jobs=1)
+    Z = _joint._joint_rows(joint.space, Xs, np.arange(600), 1)
+    truthful = np.column_stack([y, y])
+    polish = functools.partial(_joint_consensus.polished_candidate, Xs=Xs, seed=2,
+                               weights=np.ones(2))
+    assert polish(joint, members=truthful, n_starts=_joint.JOINT_N_INIT) is joint  # none more
+    # A random partition: the largest inertia, replaced by the best start where the members
+    # tell the clusters, kept where the members are that partition itself.
+    scrambled = np.random.default_rng(0).integers(0, 6, 600)
+    worse = dataclasses.replace(joint, labels_=scrambled)
+    fits = [polish(worse, members=truthful, n_starts=12, n_jobs=n_jobs) for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert _nmi(y, fits[0].labels_) > 0.9
+    assert _joint._inertia(Z, fits[0].labels_, fits[0].centers) < \
+        _joint._inertia(Z, scrambled, worse.centers)
+    agreeing = np.column_stack([scrambled, scrambled])
+    assert polish(worse, members=agreeing, n_starts=12) is worse
+
+
 @pytest.fixture
 def joint_members(monkeypatch):
     """The best mode with joint members (one per two view groups; off by default)."""
