@@ -30,8 +30,10 @@ from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
 from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans, joint_ensemble
+from fastmice._kmeans import lloyd_rounds
 from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
+from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
@@ -214,17 +216,23 @@ def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
 def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
                        weights: np.ndarray, *, seed: int, n_starts: int,
                        n_jobs: int = 1) -> JointEnsemble:
-    """The kept candidate after ``n_starts`` k-means++ starts in all: its own
-    (:data:`fastmice._joint.JOINT_N_INIT`) and more from its own stream of ``seed``. The
-    start of the lowest inertia replaces the candidate if its inertia is lower and it agrees
-    with the weighted members at least as well (:func:`weighted_agreement`, the ensemble's
-    objective): where the joint space's k-means objective is nearly flat (text), a lower
-    inertia alone is a coin toss.
+    """The kept candidate given the k-means its choice went without.
 
-    Unchanged where ``n_starts`` adds none, or where the candidate's k-means ran on a sample
-    or as one short start (many samples, heavy cuts): more starts there cost as much as the
-    fit. The choice is made before, on the three starts' candidate, so that a stronger
-    candidate does not win fits the consensus should keep.
+    On every sample (up to :data:`fastmice._joint.JOINT_SAMPLE`): ``n_starts`` k-means++
+    starts in all, its own (:data:`fastmice._joint.JOINT_N_INIT`) and more from its own
+    stream of ``seed``, the start of the lowest inertia the new candidate. On a sample
+    (more samples): its rounds continue on a uniform sample, to
+    :data:`fastmice._joint.JOINT_MAX_ITER` in all (it stopped at
+    :data:`fastmice._joint.JOINT_SAMPLED_ROUNDS`, far from settled on the harder paired
+    shape), every sample then assigned. The new candidate replaces the kept one if its
+    inertia is lower and the weighted members agree with it at least as well
+    (:func:`weighted_agreement`, the ensemble's objective): where the joint space's k-means
+    objective is nearly flat (text), a lower inertia alone is a coin toss.
+
+    Unchanged where ``n_starts`` adds none, or where the cuts are heavy
+    (:func:`fastmice._best.heavy_cuts` on the rows the k-means runs on: large k). The
+    choice is made before, on the cheaper candidate, so that a stronger candidate does not
+    win fits the consensus should keep.
 
     Parameters
     ----------
@@ -239,22 +247,33 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
         Root seed of the ensemble.
     n_starts : int
     n_jobs : int, default=1
-        Threads (the starts side by side); the result does not depend on it.
+        Threads; the result does not depend on it.
     """
     n_samples, n_clusters = Xs[0].shape[0], joint.centers.shape[0]
-    if n_starts <= _joint.JOINT_N_INIT or _best.heavy_cuts(n_clusters, n_samples) or \
-            n_samples > max(_joint.JOINT_SAMPLE, _joint.JOINT_PER_CLUSTER * n_clusters):
+    sample = max(_joint.JOINT_SAMPLE, _joint.JOINT_PER_CLUSTER * n_clusters)
+    if n_starts <= _joint.JOINT_N_INIT or _best.heavy_cuts(n_clusters,
+                                                            min(n_samples, sample)):
         return joint
     with stage("joint"):
         rng = group_rng(seed, JOINT_STREAM, POLISH_STREAM)
-        seeds = [int(rng.integers(np.iinfo(np.int32).max))
-                 for _ in range(n_starts - _joint.JOINT_N_INIT)]
-        Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
-        runs = map_threads(lambda start: _kmeans(Z, n_clusters, [start], 1,
-                                                 _joint.JOINT_MAX_ITER), seeds, n_jobs)
-        inertia, labels, centers = min(runs, key=lambda run: run[0])  # the first of equals
-        if inertia >= _joint._inertia(Z, joint.labels_, joint.centers, n_jobs) or \
-                weighted_agreement(labels, members, weights, n_jobs) < \
+        if n_samples > sample:
+            rows = np.sort(rng.choice(n_samples, sample, replace=False))
+            Z = _joint._joint_rows(joint.space, Xs, rows, n_jobs)
+            _, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs), joint.centers,
+                                      _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
+                                      metric="sqeuclidean")
+            centers = np.asarray(centers, dtype=np.float32)
+            labels = _joint._nearest_centres(Xs, joint.space, [None], [centers], n_jobs)[0]
+        else:
+            seeds = [int(rng.integers(np.iinfo(np.int32).max))
+                     for _ in range(n_starts - _joint.JOINT_N_INIT)]
+            Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
+            runs = map_threads(lambda start: _kmeans(Z, n_clusters, [start], 1,
+                                                     _joint.JOINT_MAX_ITER), seeds, n_jobs)
+            inertia, labels, centers = min(runs, key=lambda run: run[0])  # first of equals
+            if inertia >= _joint._inertia(Z, joint.labels_, joint.centers, n_jobs):
+                return joint
+        if weighted_agreement(labels, members, weights, n_jobs) < \
                 weighted_agreement(joint.labels_, members, weights, n_jobs):
             return joint
         return replace(joint, centers=centers, labels_=labels.astype(np.int64))

@@ -128,6 +128,25 @@ def test_more_starts_replace_the_candidate_only_if_the_members_agree_as_well(mak
     assert polish(worse, members=agreeing, n_starts=12) is worse
 
 
+def test_on_a_sample_a_kept_candidate_s_rounds_continue(monkeypatch, make_blobs):
+    Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
+    monkeypatch.setattr(_joint, "JOINT_SAMPLE", 300)
+    monkeypatch.setattr(_joint, "JOINT_PER_CLUSTER", 10)
+    joint = _joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 3, seed=11, n_members=0,
+                                  member_k=(3, 6), feature_ratio=(0.2, 0.8), n_jobs=1)
+    # Stopped far from settled: centres pulled towards the mean, one sample's label moved.
+    halfway = (joint.centers + joint.centers.mean(axis=0)) / 2 + 0.5
+    labels = joint.labels_.copy()
+    labels[0] = (labels[0] + 1) % 3
+    early = dataclasses.replace(joint, centers=halfway.astype(np.float32), labels_=labels)
+    fits = [_joint_consensus.polished_candidate(early, Xs, np.column_stack([y, y]),
+                                                np.ones(2), seed=11, n_starts=10,
+                                                n_jobs=n_jobs) for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert _nmi(y, fits[0].labels_) == 1.0 and _nmi(y, labels) < 1.0
+    assert not np.array_equal(fits[0].centers, early.centers)
+
+
 @pytest.fixture
 def joint_members(monkeypatch):
     """The best mode with joint members (one per two view groups; off by default)."""
