@@ -166,7 +166,7 @@ class BestChoices:
     joint_kept_starts : int
         Once kept, the candidate gets this many k-means++ starts in all; the lowest inertia
         replaces it unless the members agree with it less (the choice itself is made with
-        three: :func:`fastmice._joint_consensus.polished_candidate`). 3 or fewer: none more.
+        three: :func:`fastmice._joint_polish.polished_candidate`). 3 or fewer: none more.
     """
 
     empty_rows: bool = True

@@ -24,22 +24,20 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
 
-from fastmice import _best, _joint
+from fastmice import _best
 from fastmice._auto_k import choose_n_clusters
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
-from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans, joint_ensemble
-from fastmice._kmeans import lloyd_rounds
+from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, joint_ensemble
+from fastmice._joint_polish import polished_candidate
 from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
-from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
 __all__ = ["agreements", "choose_by_agreement", "consensus_is_noise", "consensus_with_joint",
-           "explained_share", "heldout_prefers_joint", "joint_members", "null_share",
-           "polished_candidate"]
+           "explained_share", "heldout_prefers_joint", "joint_members", "null_share"]
 
 #: Rows the noise check measures on: at most this many, and at least
 #: :data:`NULL_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
@@ -53,8 +51,6 @@ HELDOUT_STREAM = 2
 #: Rows the held-out check measures on: at most this many, and at least
 #: :data:`HELDOUT_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
 HELDOUT_SAMPLE, HELDOUT_PER_CLUSTER = 5_000, 50
-#: The kept candidate's further starts' stream under the joint step's.
-POLISH_STREAM = 3
 
 
 def explained_share(Z, labels: np.ndarray) -> float:
@@ -210,73 +206,6 @@ def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
 
     (consensus_a, joint_a), (consensus_b, joint_b) = map_threads(scores, (0, 1), n_jobs)
     return (joint_a + joint_b) / 2 > (consensus_a + consensus_b) / 2 + margin
-
-
-@on_one_blas_thread
-def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
-                       weights: np.ndarray, *, seed: int, n_starts: int,
-                       n_jobs: int = 1) -> JointEnsemble:
-    """The kept candidate given the k-means its choice went without.
-
-    On every sample (up to :data:`fastmice._joint.JOINT_SAMPLE`): ``n_starts`` k-means++
-    starts in all, its own (:data:`fastmice._joint.JOINT_N_INIT`) and more from its own
-    stream of ``seed``, the start of the lowest inertia the new candidate. On a sample
-    (more samples): its rounds continue on a uniform sample, to
-    :data:`fastmice._joint.JOINT_MAX_ITER` in all (it stopped at
-    :data:`fastmice._joint.JOINT_SAMPLED_ROUNDS`, far from settled on the harder paired
-    shape), every sample then assigned. The new candidate replaces the kept one if its
-    inertia is lower and the weighted members agree with it at least as well
-    (:func:`weighted_agreement`, the ensemble's objective): where the joint space's k-means
-    objective is nearly flat (text), a lower inertia alone is a coin toss.
-
-    Unchanged where ``n_starts`` adds none, or where the cuts are heavy
-    (:func:`fastmice._best.heavy_cuts` on the rows the k-means runs on: large k). The
-    choice is made before, on the cheaper candidate, so that a stronger candidate does not
-    win fits the consensus should keep.
-
-    Parameters
-    ----------
-    joint : JointEnsemble
-        The candidate of :func:`fastmice._joint.joint_ensemble` on ``Xs``.
-    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
-    members : ndarray of shape (n_samples, n_members)
-        Base labels (-1: the member knows nothing of the sample).
-    weights : ndarray of shape (n_members,)
-        The members' weights in the consensus.
-    seed : int
-        Root seed of the ensemble.
-    n_starts : int
-    n_jobs : int, default=1
-        Threads; the result does not depend on it.
-    """
-    n_samples, n_clusters = Xs[0].shape[0], joint.centers.shape[0]
-    sample = max(_joint.JOINT_SAMPLE, _joint.JOINT_PER_CLUSTER * n_clusters)
-    if n_starts <= _joint.JOINT_N_INIT or _best.heavy_cuts(n_clusters,
-                                                            min(n_samples, sample)):
-        return joint
-    with stage("joint"):
-        rng = group_rng(seed, JOINT_STREAM, POLISH_STREAM)
-        if n_samples > sample:
-            rows = np.sort(rng.choice(n_samples, sample, replace=False))
-            Z = _joint._joint_rows(joint.space, Xs, rows, n_jobs)
-            _, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs), joint.centers,
-                                      _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
-                                      metric="sqeuclidean")
-            centers = np.asarray(centers, dtype=np.float32)
-            labels = _joint._nearest_centres(Xs, joint.space, [None], [centers], n_jobs)[0]
-        else:
-            seeds = [int(rng.integers(np.iinfo(np.int32).max))
-                     for _ in range(n_starts - _joint.JOINT_N_INIT)]
-            Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
-            runs = map_threads(lambda start: _kmeans(Z, n_clusters, [start], 1,
-                                                     _joint.JOINT_MAX_ITER), seeds, n_jobs)
-            inertia, labels, centers = min(runs, key=lambda run: run[0])  # first of equals
-            if inertia >= _joint._inertia(Z, joint.labels_, joint.centers, n_jobs):
-                return joint
-        if weighted_agreement(labels, members, weights, n_jobs) < \
-                weighted_agreement(joint.labels_, members, weights, n_jobs):
-            return joint
-        return replace(joint, centers=centers, labels_=labels.astype(np.int64))
 
 
 def joint_members(n_groups: int) -> int:

@@ -13,7 +13,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 import fastmice
-from fastmice import FastMICE, _best, _joint, _joint_consensus
+from fastmice import FastMICE, _best, _joint, _joint_consensus, _joint_polish
 from fastmice.metrics import clustering_scores
 
 families = load_benchmark("families")
@@ -112,7 +112,7 @@ def test_more_starts_replace_the_candidate_only_if_the_members_agree_as_well(mak
                                   member_k=(6, 6), feature_ratio=(0.2, 0.8), n_jobs=1)
     Z = _joint._joint_rows(joint.space, Xs, np.arange(600), 1)
     truthful = np.column_stack([y, y])
-    polish = functools.partial(_joint_consensus.polished_candidate, Xs=Xs, seed=2,
+    polish = functools.partial(_joint_polish.polished_candidate, Xs=Xs, seed=2,
                                weights=np.ones(2))
     assert polish(joint, members=truthful, n_starts=_joint.JOINT_N_INIT) is joint  # none more
     # A random partition: the largest inertia, replaced by the best start where the members
@@ -139,12 +139,30 @@ def test_on_a_sample_a_kept_candidate_s_rounds_continue(monkeypatch, make_blobs)
     labels = joint.labels_.copy()
     labels[0] = (labels[0] + 1) % 3
     early = dataclasses.replace(joint, centers=halfway.astype(np.float32), labels_=labels)
-    fits = [_joint_consensus.polished_candidate(early, Xs, np.column_stack([y, y]),
+    fits = [_joint_polish.polished_candidate(early, Xs, np.column_stack([y, y]),
                                                 np.ones(2), seed=11, n_starts=10,
                                                 n_jobs=n_jobs) for n_jobs in (1, 2)]
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     assert _nmi(y, fits[0].labels_) == 1.0 and _nmi(y, labels) < 1.0
     assert not np.array_equal(fits[0].centers, early.centers)
+
+
+def test_full_rounds_stream_blocks_of_rows_and_end_on_their_own_centres(monkeypatch,
+                                                                         make_blobs):
+    Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
+    space = _joint.fit_joint_space(Xs, ["euclidean"] * len(Xs))
+    Z = space.transform(Xs, slice(None))
+    start = Z[[0, 1, 2]]  # three rows, whatever their clusters
+    monkeypatch.setattr(_joint_polish, "_BLOCK_ROWS", 64)  # 15 blocks
+    fits = [_joint_polish.full_rounds(Xs, space, start, 30, n_jobs=n_jobs) for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0][0], fits[1][0])
+    np.testing.assert_array_equal(fits[0][1], fits[1][1])
+    labels, centers = fits[0]
+    assert _nmi(y, labels) == 1.0
+    nearest = np.argmin(((Z[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=1)
+    np.testing.assert_array_equal(labels, nearest)
+    one, _ = _joint_polish.full_rounds(Xs, space, start, 1)  # one round: only assigned
+    np.testing.assert_array_equal(one, np.argmin(((Z[:, None, :] - start[None]) ** 2).sum(2), 1))
 
 
 @pytest.fixture

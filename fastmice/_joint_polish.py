@@ -1,0 +1,162 @@
+"""The kept joint candidate given the k-means its choice went without.
+
+The best mode chooses between the consensus cut and the joint candidate
+(:mod:`fastmice._joint_consensus`) on a cheap candidate: three k-means++ starts on every
+sample, or one short start on a sample of many samples. Once kept, the candidate gets what
+the choice saved (CODE_VERSION 20; docs/quality.md, "The kept candidate's starts"): more
+starts on every sample, or, on a sample, its rounds continued there and then on every
+sample, streamed a block of rows at a time. A lower inertia alone is not enough: where the
+joint k-means objective is nearly flat (text), it is a coin toss, so the new candidate must
+also agree with the weighted members at least as well (the ensemble's objective).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastmice import _best, _joint
+from fastmice._best import weighted_agreement
+from fastmice._blas import on_one_blas_thread
+from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans
+from fastmice._kmeans import lloyd_rounds
+from fastmice._parallel import map_threads
+from fastmice._rows import MatrixRows
+from fastmice._specs import group_rng
+from fastmice._stages import stage
+
+__all__ = ["FULL_ROUNDS", "FULL_ROUNDS_WORK", "POLISH_STREAM", "full_rounds",
+           "polished_candidate"]
+
+#: The kept candidate's stream under the joint step's (its further starts, its sample).
+POLISH_STREAM = 3
+#: Most Lloyd rounds on every sample after the sample's (as many as on the sample; on the
+#: harder paired shape 10 left 4 points of the 30's gain), and the multiply-adds a sample
+#: may cost over all of them (joint features x k a round: 480 x 20 allows all 30; 2,672 x
+#: 158, the most the heavy-cuts bound lets through, 4).
+FULL_ROUNDS, FULL_ROUNDS_WORK = 30, 2_000_000
+#: Rows put in the joint space and assigned at a time.
+_BLOCK_ROWS = 8192
+
+
+@on_one_blas_thread
+def full_rounds(Xs: Sequence, space: JointSpace, centers: np.ndarray, n_rounds: int,
+                n_jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Lloyd rounds over every sample in the joint space, a block of rows at a time (never
+    all rows at once): at most ``n_rounds``, until the labels no longer change.
+
+    Parameters
+    ----------
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+    space : JointSpace
+    centers : ndarray of shape (n_clusters, n_joint_features)
+        Where the rounds start.
+    n_rounds : int
+    n_jobs : int, default=1
+        Threads (blocks of rows side by side); the result does not depend on it.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,)
+        Each sample's nearest centre among ``centers`` (returned): they agree.
+    centers : ndarray of shape (n_clusters, n_joint_features), float32
+        A cluster left empty keeps its centre.
+    """
+    n_samples, n_clusters = Xs[0].shape[0], centers.shape[0]
+    centers = np.asarray(centers, dtype=np.float32)
+    last = None
+    for round_ in range(max(1, n_rounds)):
+        center_sq = np.einsum("ij,ij->i", centers, centers, dtype=np.float32)
+
+        def block(start: int, centers=centers, center_sq=center_sq):
+            Z = space.transform(Xs, slice(start, start + _BLOCK_ROWS))
+            labels = np.argmin(np.asarray(Z @ centers.T) * -2 + center_sq, axis=1)
+            indicator = sp.csr_matrix((np.ones(len(labels), dtype=np.float32),
+                                       (labels, np.arange(len(labels)))),
+                                      shape=(n_clusters, len(labels)))
+            sums = indicator @ Z
+            sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
+            return labels, sums.astype(np.float64)
+
+        parts = map_threads(block, range(0, n_samples, _BLOCK_ROWS), n_jobs)
+        labels = np.concatenate([part[0] for part in parts])
+        if round_ == n_rounds - 1 or (last is not None and np.array_equal(labels, last)):
+            return labels.astype(np.int64), centers
+        sums = parts[0][1]
+        for part in parts[1:]:  # in block order: the same sums whatever the threads
+            sums = sums + part[1]
+        counts = np.bincount(labels, minlength=n_clusters)[:, None]
+        centers = np.where(counts > 0, sums / np.maximum(counts, 1), centers).astype(np.float32)
+        last = labels
+    return labels.astype(np.int64), centers
+
+
+def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.Generator,
+               n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate's rounds continued on a uniform sample of ``sample`` rows to
+    ``JOINT_MAX_ITER`` in all, then on every sample (:func:`full_rounds`)."""
+    rows = np.sort(rng.choice(Xs[0].shape[0], sample, replace=False))
+    Z = _joint._joint_rows(joint.space, Xs, rows, n_jobs)
+    _, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs), joint.centers,
+                              _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
+                              metric="sqeuclidean")
+    n_rounds = min(FULL_ROUNDS, max(1, FULL_ROUNDS_WORK // centers.size))
+    return full_rounds(Xs, joint.space, centers, n_rounds, n_jobs)
+
+
+@on_one_blas_thread
+def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
+                       weights: np.ndarray, *, seed: int, n_starts: int,
+                       n_jobs: int = 1) -> JointEnsemble:
+    """The kept candidate given the k-means its choice went without.
+
+    On every sample (up to :data:`fastmice._joint.JOINT_SAMPLE`): ``n_starts`` k-means++
+    starts in all, its own (:data:`fastmice._joint.JOINT_N_INIT`) and more from its own
+    stream of ``seed``, the start of the lowest inertia the new candidate (kept only if its
+    inertia is lower). On a sample (more samples): its rounds continue on a uniform sample
+    to :data:`fastmice._joint.JOINT_MAX_ITER` in all, then at most :data:`FULL_ROUNDS` on
+    every sample (fewer where :data:`FULL_ROUNDS_WORK` says so). The new candidate replaces
+    the kept one only if the weighted members agree with it at least as well
+    (:func:`weighted_agreement`). Unchanged where ``n_starts`` adds none or the cuts are
+    heavy (:func:`fastmice._best.heavy_cuts` on the rows the k-means runs on: large k).
+
+    Parameters
+    ----------
+    joint : JointEnsemble
+        The candidate of :func:`fastmice._joint.joint_ensemble` on ``Xs``.
+    Xs : list of array-like or sparse matrix, each of shape (n_samples, n_features_v)
+    members : ndarray of shape (n_samples, n_members)
+        Base labels (-1: the member knows nothing of the sample).
+    weights : ndarray of shape (n_members,)
+        The members' weights in the consensus.
+    seed : int
+        Root seed of the ensemble.
+    n_starts : int
+    n_jobs : int, default=1
+        Threads; the result does not depend on it.
+    """
+    n_samples, n_clusters = Xs[0].shape[0], joint.centers.shape[0]
+    sample = max(_joint.JOINT_SAMPLE, _joint.JOINT_PER_CLUSTER * n_clusters)
+    if n_starts <= _joint.JOINT_N_INIT or _best.heavy_cuts(n_clusters,
+                                                            min(n_samples, sample)):
+        return joint
+    with stage("joint"):
+        rng = group_rng(seed, JOINT_STREAM, POLISH_STREAM)
+        if n_samples > sample:
+            labels, centers = _continued(joint, Xs, sample, rng, n_jobs)
+        else:
+            seeds = [int(rng.integers(np.iinfo(np.int32).max))
+                     for _ in range(n_starts - _joint.JOINT_N_INIT)]
+            Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
+            runs = map_threads(lambda start: _kmeans(Z, n_clusters, [start], 1,
+                                                     _joint.JOINT_MAX_ITER), seeds, n_jobs)
+            inertia, labels, centers = min(runs, key=lambda run: run[0])  # first of equals
+            if inertia >= _joint._inertia(Z, joint.labels_, joint.centers, n_jobs):
+                return joint
+        if weighted_agreement(labels, members, weights, n_jobs) < \
+                weighted_agreement(joint.labels_, members, weights, n_jobs):
+            return joint
+        return replace(joint, centers=centers, labels_=labels.astype(np.int64))
