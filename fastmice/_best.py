@@ -164,9 +164,9 @@ class BestChoices:
         The held-out check runs only where the consensus leads in-sample by at most this
         (it costs two consensuses; every case it changed on both parts led by <= 0.025).
     joint_kept_starts : int
-        Once kept, the candidate gets this many k-means++ starts in all; the lowest inertia
-        replaces it unless the members agree with it less (the choice itself is made with
-        three: :func:`fastmice._joint_polish.polished_candidate`). 3 or fewer: none more.
+        Once kept, the candidate gets this many k-means++ starts in all (on a sample of many
+        samples, its rounds continue instead), unless the members agree with the result less
+        (:func:`fastmice._joint_polish.polished_candidate`). 3 or fewer: neither.
     """
 
     empty_rows: bool = True

@@ -31,7 +31,7 @@ from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
-__all__ = ["JOINT_STREAM", "JointEnsemble", "JointSpace", "joint_ensemble"]
+__all__ = ["JOINT_STREAM", "JointEnsemble", "JointSpace", "joint_ensemble", "nearest_rows"]
 
 #: The joint k-means' stream under the root seed (after the groups' and the consensus').
 JOINT_STREAM = 2
@@ -225,6 +225,11 @@ class JointEnsemble:
                    member_labels)
 
 
+def nearest_rows(Z, centers: np.ndarray, center_sq: np.ndarray) -> np.ndarray:
+    """Each row's nearest centre (n_rows,): the least ``|c|^2 - 2 x.c``."""
+    return np.argmin(np.asarray(Z @ centers.T) * -2 + center_sq, axis=1)
+
+
 @on_one_blas_thread
 def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray | None],
                      centers: list[np.ndarray], n_jobs: int | None = 1
@@ -241,8 +246,7 @@ def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray |
         out = np.empty((Z.shape[0], len(prepared)), dtype=np.int64)
         for j, ((C, center_sq), cols) in enumerate(zip(prepared, columns, strict=True)):
             Zj = Z if cols is None else Z[:, cols]
-            scores = np.asarray(Zj @ C.T) * -2 + center_sq  # |c|^2 - 2 x.c
-            out[:, j] = np.argmin(scores, axis=1)
+            out[:, j] = nearest_rows(Zj, C, center_sq)
         return out
 
     labels = np.concatenate(map_threads(block, range(0, n_samples, _BLOCK_ROWS), n_jobs or 1))

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from fastmice import _best, _joint
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
-from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans
+from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans, nearest_rows
 from fastmice._kmeans import lloyd_rounds
 from fastmice._parallel import map_threads
 from fastmice._rows import MatrixRows
@@ -67,13 +67,13 @@ def full_rounds(Xs: Sequence, space: JointSpace, centers: np.ndarray, n_rounds: 
     """
     n_samples, n_clusters = Xs[0].shape[0], centers.shape[0]
     centers = np.asarray(centers, dtype=np.float32)
-    last = None
-    for round_ in range(max(1, n_rounds)):
+    n_rounds, last = max(1, n_rounds), None
+    for round_ in range(n_rounds):
         center_sq = np.einsum("ij,ij->i", centers, centers, dtype=np.float32)
 
         def block(start: int, centers=centers, center_sq=center_sq):
             Z = space.transform(Xs, slice(start, start + _BLOCK_ROWS))
-            labels = np.argmin(np.asarray(Z @ centers.T) * -2 + center_sq, axis=1)
+            labels = nearest_rows(Z, centers, center_sq)
             indicator = sp.csr_matrix((np.ones(len(labels), dtype=np.float32),
                                        (labels, np.arange(len(labels)))),
                                       shape=(n_clusters, len(labels)))
@@ -84,7 +84,7 @@ def full_rounds(Xs: Sequence, space: JointSpace, centers: np.ndarray, n_rounds: 
         parts = map_threads(block, range(0, n_samples, _BLOCK_ROWS), n_jobs)
         labels = np.concatenate([part[0] for part in parts])
         if round_ == n_rounds - 1 or (last is not None and np.array_equal(labels, last)):
-            return labels.astype(np.int64), centers
+            break  # the labels are each sample's nearest of these centres
         sums = parts[0][1]
         for part in parts[1:]:  # in block order: the same sums whatever the threads
             sums = sums + part[1]
