@@ -382,6 +382,24 @@ def test_implicit_centre_sums_do_not_depend_on_threads():
     np.testing.assert_array_equal(TransferRows(R, U, n_jobs=2).center_sums(labels, 12), one)
 
 
+@pytest.mark.parametrize("n_clusters, per_row", [(12, 8), (300, 2)])
+def test_implicit_centre_sums_match_the_formed_rows_dense_or_sparse(n_clusters, per_row):
+    # 12 clusters: a block's summed rows of R are dense (a dense product with U); 300
+    # clusters on 5,000 columns: sparse (a sparse one). Both are the formed rows' sums.
+    rng = np.random.default_rng(3)
+    R = _row_stochastic(sp.random(3000, 5000, density=per_row / 5000, format="csr",
+                                  random_state=1))
+    U = rng.standard_normal((5000, 16))
+    labels = rng.integers(0, n_clusters, 3000)
+    E = np.asarray(R @ U)
+    E /= np.linalg.norm(E, axis=1, keepdims=True) + 1e-10
+    formed = MatrixRows(E, cosine=True).center_sums(labels, n_clusters)
+    one = TransferRows(R, U, n_jobs=1).center_sums(labels, n_clusters)
+    np.testing.assert_allclose(one, formed, atol=1e-9)
+    np.testing.assert_array_equal(TransferRows(R, U, n_jobs=3).center_sums(labels, n_clusters),
+                                  one)
+
+
 @pytest.mark.parametrize("sorted_indices", [True, False])
 def test_scaling_a_graph_entry_by_entry_is_the_product_with_diagonals(sorted_indices):
     from fastmice._eigen import _scaled
