@@ -33,6 +33,11 @@ _ADD_AT_MAX = 8192
 _CLUSTER_BLOCK = 64
 #: Share of entries from which a block of those sums is multiplied with U as a dense matrix.
 _DENSE_SUMS_SHARE = 1 / 25
+#: Most clusters x columns for which the per-cluster sums of R's rows are added up densely
+#: (2**24 float64: 128 MiB); beyond, the product of the cluster indicator with R, by blocks.
+_DENSE_SUMS_MAX = 2**24
+#: Rows of R added into those sums at a time.
+_SUMS_ROWS = 2**16
 #: Rows of U a piece of ``U @ M`` covers (U has a row per column of the graph: ~10^4).
 _TIMES_ROWS = 512
 
@@ -265,19 +270,44 @@ class TransferRows:
                                          n_jobs, _TIMES_ROWS))
 
     def center_sums(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
-        weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),
-                                shape=(n_clusters, self.n_rows))
         # By fixed blocks of clusters, whatever n_jobs: each block is the same product. A
         # block's rows of R summed (k' x n_columns) are sparse where few clusters share a
         # column, and dense products are faster beyond a few percent of entries (a third
         # of them at 400 consensus clusters; measured 19 against 0.76 GMAC/s).
-        def block(part: slice) -> np.ndarray:
-            per_cluster = weights[part] @ self.R
-            if per_cluster.nnz >= _DENSE_SUMS_SHARE * np.prod(per_cluster.shape):
-                return per_cluster.toarray() @ self.U
-            return np.asarray(per_cluster @ self.U)
+        if n_clusters * self.R.shape[1] <= _DENSE_SUMS_MAX:
+            per_cluster = self._summed_rows(labels, n_clusters)
+
+            def block(part: slice) -> np.ndarray:
+                summed = per_cluster[part]
+                if np.count_nonzero(summed) >= _DENSE_SUMS_SHARE * summed.size:
+                    return summed @ self.U
+                return np.asarray(sp.csr_matrix(summed) @ self.U)
+        else:
+            weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),
+                                    shape=(n_clusters, self.n_rows))
+
+            def block(part: slice) -> np.ndarray:
+                summed = weights[part] @ self.R
+                if summed.nnz >= _DENSE_SUMS_SHARE * np.prod(summed.shape):
+                    return summed.toarray() @ self.U
+                return np.asarray(summed @ self.U)
 
         return np.concatenate(map_blocks(block, n_clusters, self.n_jobs, _CLUSTER_BLOCK))
+
+    def _summed_rows(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """``sum_(i in c) R_i / |R_i U|`` of every cluster c, shape (n_clusters, n_columns):
+        R's entries added in row order, a block of rows at a time (the same sums as the
+        product of the cluster indicator with R, at a third of its cost, in one pass)."""
+        R, n_columns = self.R, self.R.shape[1]
+        scale = 1.0 / self.norms
+        sums = np.zeros(n_clusters * n_columns)
+        for start in range(0, self.n_rows, _SUMS_ROWS):
+            stop = min(start + _SUMS_ROWS, self.n_rows)
+            first, last = R.indptr[start], R.indptr[stop]
+            rows = np.repeat(np.arange(start, stop), np.diff(R.indptr[start:stop + 1]))
+            np.add.at(sums, labels[rows] * n_columns + R.indices[first:last],
+                      R.data[first:last] * scale[rows])
+        return sums.reshape(n_clusters, n_columns)
 
     def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
         G = self.U @ centers.T

@@ -24,6 +24,7 @@ from fastmice import (
     stage,
     transform_group_graph,
 )
+from fastmice import _rows as rows_module
 from fastmice._eigen import column_graph_eigenvectors
 from fastmice._kmeans import litekmeans, lloyd_rounds, sampled_litekmeans
 from fastmice._rows import MatrixRows, TransferRows
@@ -382,10 +383,16 @@ def test_implicit_centre_sums_do_not_depend_on_threads():
     np.testing.assert_array_equal(TransferRows(R, U, n_jobs=2).center_sums(labels, 12), one)
 
 
+@pytest.mark.parametrize("summed_densely", [True, False])
 @pytest.mark.parametrize("n_clusters, per_row", [(12, 8), (300, 2)])
-def test_implicit_centre_sums_match_the_formed_rows_dense_or_sparse(n_clusters, per_row):
+def test_implicit_centre_sums_match_the_formed_rows_dense_or_sparse(n_clusters, per_row,
+                                                                    summed_densely,
+                                                                    monkeypatch):
     # 12 clusters: a block's summed rows of R are dense (a dense product with U); 300
-    # clusters on 5,000 columns: sparse (a sparse one). Both are the formed rows' sums.
+    # clusters on 5,000 columns: sparse (a sparse one). Both are the formed rows' sums,
+    # whether R's rows are added up densely or by the cluster indicator's product.
+    if not summed_densely:
+        monkeypatch.setattr(rows_module, "_DENSE_SUMS_MAX", 0)
     rng = np.random.default_rng(3)
     R = _row_stochastic(sp.random(3000, 5000, density=per_row / 5000, format="csr",
                                   random_state=1))
