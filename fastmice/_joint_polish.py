@@ -94,6 +94,18 @@ def full_rounds(Xs: Sequence, space: JointSpace, centers: np.ndarray, n_rounds: 
     return labels.astype(np.int64), centers
 
 
+@on_one_blas_thread
+def streamed_inertia(Xs: Sequence, space: JointSpace, labels: np.ndarray,
+                     centers: np.ndarray, n_jobs: int = 1) -> float:
+    """k-means inertia of ``labels`` with ``centers`` (n_clusters, n_joint_features) over
+    every sample in the joint space, a block of rows at a time; summed in block order."""
+    def block(start: int) -> float:
+        rows = slice(start, start + _BLOCK_ROWS)
+        return _joint._inertia(space.transform(Xs, rows), labels[rows], centers)
+
+    return float(np.sum(map_threads(block, range(0, Xs[0].shape[0], _BLOCK_ROWS), n_jobs)))
+
+
 def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.Generator,
                n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
     """The candidate's rounds continued on a uniform sample of ``sample`` rows to
@@ -147,6 +159,9 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
         rng = group_rng(seed, JOINT_STREAM, POLISH_STREAM)
         if n_samples > sample:
             labels, centers = _continued(joint, Xs, sample, rng, n_jobs)
+            if streamed_inertia(Xs, joint.space, labels, centers, n_jobs) < \
+                    streamed_inertia(Xs, joint.space, joint.labels_, joint.centers, n_jobs):
+                return replace(joint, centers=centers, labels_=labels.astype(np.int64))
         else:
             seeds = [int(rng.integers(np.iinfo(np.int32).max))
                      for _ in range(n_starts - _joint.JOINT_N_INIT)]

@@ -147,6 +147,32 @@ def test_on_a_sample_a_kept_candidate_s_rounds_continue(monkeypatch, make_blobs)
     assert not np.array_equal(fits[0].centers, early.centers)
 
 
+def test_on_a_sample_a_lower_inertia_over_every_sample_wins_whatever_the_members(
+        monkeypatch, make_blobs):
+    # Over every sample the joint objective is measured precisely: where the members are
+    # no witness (here they are the candidate's own scrambled labels, which the members'
+    # guard alone would keep), the continued candidate of lower inertia replaces it.
+    Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
+    monkeypatch.setattr(_joint, "JOINT_SAMPLE", 300)
+    monkeypatch.setattr(_joint, "JOINT_PER_CLUSTER", 10)
+    monkeypatch.setattr(_joint_polish, "_BLOCK_ROWS", 128)
+    joint = _joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 3, seed=11, n_members=0,
+                                  member_k=(3, 6), feature_ratio=(0.2, 0.8), n_jobs=1)
+    scrambled = np.random.default_rng(1).integers(0, 3, 900)
+    worse = dataclasses.replace(joint, labels_=scrambled)
+    agreeing = np.column_stack([scrambled, scrambled])
+    fits = [_joint_polish.polished_candidate(worse, Xs, agreeing, np.ones(2), seed=11,
+                                             n_starts=10, n_jobs=n_jobs) for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert _nmi(y, fits[0].labels_) == 1.0
+    Z = _joint._joint_rows(joint.space, Xs, np.arange(900), 1)
+    for labels, centers in ((scrambled, worse.centers), (fits[0].labels_, fits[0].centers)):
+        streamed = [_joint_polish.streamed_inertia(Xs, joint.space, labels, centers, n_jobs)
+                    for n_jobs in (1, 2)]
+        assert streamed[0] == streamed[1]
+        assert streamed[0] == pytest.approx(_joint._inertia(Z, labels, centers), rel=1e-6)
+
+
 def test_full_rounds_stream_blocks_of_rows_and_end_on_their_own_centres(monkeypatch,
                                                                          make_blobs):
     Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
