@@ -5,9 +5,12 @@ The best mode chooses between the consensus cut and the joint candidate
 sample, or one short start on a sample of many samples. Once kept, the candidate gets what
 the choice saved (CODE_VERSION 20; docs/quality.md, "The kept candidate's starts"): more
 starts on every sample, or, on a sample, its rounds continued there and then on every
-sample, streamed a block of rows at a time. A lower inertia alone is not enough: where the
-joint k-means objective is nearly flat (text), it is a coin toss, so the new candidate must
-also agree with the weighted members at least as well (the ensemble's objective).
+sample, streamed a block of rows at a time. On every sample a lower inertia alone is not
+enough: where the joint k-means objective is nearly flat (text), it is a coin toss, so the
+new candidate must also agree with the weighted members at least as well (the ensemble's
+objective). On a sample, a lower inertia over every sample is enough (CODE_VERSION 21):
+measured on that many rows it is no coin toss, and where the views are weak the members
+are no witness.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from fastmice._specs import group_rng
 from fastmice._stages import stage
 
 __all__ = ["FULL_ROUNDS", "FULL_ROUNDS_WORK", "POLISH_STREAM", "full_rounds",
-           "polished_candidate"]
+           "polished_candidate", "streamed_inertia"]
 
 #: The kept candidate's stream under the joint step's (its further starts, its sample).
 POLISH_STREAM = 3
@@ -131,8 +134,9 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
     inertia is lower). On a sample (more samples): its rounds continue on a uniform sample
     to :data:`fastmice._joint.JOINT_MAX_ITER` in all, then at most :data:`FULL_ROUNDS` on
     every sample (fewer where :data:`FULL_ROUNDS_WORK` says so). The new candidate replaces
-    the kept one only if the weighted members agree with it at least as well
-    (:func:`weighted_agreement`). Unchanged where ``n_starts`` adds none or the cuts are
+    the kept one if the weighted members agree with it at least as well
+    (:func:`weighted_agreement`), or, on a sample, if its inertia over every sample
+    (:func:`streamed_inertia`) is lower. Unchanged where ``n_starts`` adds none or the cuts are
     heavy (:func:`fastmice._best.heavy_cuts` on the rows the k-means runs on: large k).
 
     Parameters
