@@ -98,15 +98,19 @@ def full_rounds(Xs: Sequence, space: JointSpace, centers: np.ndarray, n_rounds: 
 
 
 @on_one_blas_thread
-def streamed_inertia(Xs: Sequence, space: JointSpace, labels: np.ndarray,
-                     centers: np.ndarray, n_jobs: int = 1) -> float:
-    """k-means inertia of ``labels`` with ``centers`` (n_clusters, n_joint_features) over
-    every sample in the joint space, a block of rows at a time; summed in block order."""
-    def block(start: int) -> float:
+def streamed_inertia(Xs: Sequence, space: JointSpace,
+                     partitions: Sequence[tuple[np.ndarray, np.ndarray]],
+                     n_jobs: int = 1) -> np.ndarray:
+    """k-means inertia over every sample in the joint space of each ``(labels, centers)``
+    (centers: (n_clusters, n_joint_features)), shape (n_partitions,): a block of rows at a
+    time, put in the joint space once for all of them; summed in block order."""
+    def block(start: int) -> list[float]:
         rows = slice(start, start + _BLOCK_ROWS)
-        return _joint._inertia(space.transform(Xs, rows), labels[rows], centers)
+        Z = space.transform(Xs, rows)
+        return [_joint._inertia(Z, labels[rows], centers) for labels, centers in partitions]
 
-    return float(np.sum(map_threads(block, range(0, Xs[0].shape[0], _BLOCK_ROWS), n_jobs)))
+    parts = np.asarray(map_threads(block, range(0, Xs[0].shape[0], _BLOCK_ROWS), n_jobs))
+    return np.array([np.sum(np.ascontiguousarray(column)) for column in parts.T])
 
 
 def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.Generator,
@@ -163,8 +167,9 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
         rng = group_rng(seed, JOINT_STREAM, POLISH_STREAM)
         if n_samples > sample:
             labels, centers = _continued(joint, Xs, sample, rng, n_jobs)
-            if streamed_inertia(Xs, joint.space, labels, centers, n_jobs) < \
-                    streamed_inertia(Xs, joint.space, joint.labels_, joint.centers, n_jobs):
+            new, old = streamed_inertia(Xs, joint.space, [(labels, centers),
+                                                          (joint.labels_, joint.centers)], n_jobs)
+            if new < old:
                 return replace(joint, centers=centers, labels_=labels.astype(np.int64))
         else:
             seeds = [int(rng.integers(np.iinfo(np.int32).max))

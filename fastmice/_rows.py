@@ -277,22 +277,25 @@ class TransferRows:
         if n_clusters * self.R.shape[1] <= _DENSE_SUMS_MAX:
             per_cluster = self._summed_rows(labels, n_clusters)
 
-            def block(part: slice) -> np.ndarray:
-                summed = per_cluster[part]
-                if np.count_nonzero(summed) >= _DENSE_SUMS_SHARE * summed.size:
-                    return summed @ self.U
-                return np.asarray(sp.csr_matrix(summed) @ self.U)
+            def summed(part: slice) -> np.ndarray:
+                return per_cluster[part]
         else:
             weights = sp.csr_matrix((1.0 / self.norms, (labels, np.arange(self.n_rows))),
                                     shape=(n_clusters, self.n_rows))
 
-            def block(part: slice) -> np.ndarray:
-                summed = weights[part] @ self.R
-                if summed.nnz >= _DENSE_SUMS_SHARE * np.prod(summed.shape):
-                    return summed.toarray() @ self.U
-                return np.asarray(summed @ self.U)
+            def summed(part: slice) -> sp.csr_matrix:
+                return weights[part] @ self.R
 
-        return np.concatenate(map_blocks(block, n_clusters, self.n_jobs, _CLUSTER_BLOCK))
+        return np.concatenate(map_blocks(lambda part: self._times_u(summed(part)),
+                                         n_clusters, self.n_jobs, _CLUSTER_BLOCK))
+
+    def _times_u(self, summed: np.ndarray | sp.csr_matrix) -> np.ndarray:
+        """A block of per-cluster sums (dense or CSR) times U: as a dense matrix where at
+        least :data:`_DENSE_SUMS_SHARE` of its entries are set, else as a sparse one."""
+        n_set = summed.nnz if sp.issparse(summed) else np.count_nonzero(summed)
+        if n_set >= _DENSE_SUMS_SHARE * np.prod(summed.shape):
+            return (summed.toarray() if sp.issparse(summed) else summed) @ self.U
+        return np.asarray(sp.csr_matrix(summed) @ self.U)
 
     def _summed_rows(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         """``sum_(i in c) R_i / |R_i U|`` of every cluster c, shape (n_clusters, n_columns):

@@ -167,8 +167,8 @@ def test_on_a_sample_a_lower_inertia_over_every_sample_wins_whatever_the_members
     assert _nmi(y, fits[0].labels_) == 1.0
     Z = _joint._joint_rows(joint.space, Xs, np.arange(900), 1)
     for labels, centers in ((scrambled, worse.centers), (fits[0].labels_, fits[0].centers)):
-        streamed = [_joint_polish.streamed_inertia(Xs, joint.space, labels, centers, n_jobs)
-                    for n_jobs in (1, 2)]
+        streamed = [_joint_polish.streamed_inertia(Xs, joint.space, [(labels, centers)],
+                                                   n_jobs)[0] for n_jobs in (1, 2)]
         assert streamed[0] == streamed[1]
         assert streamed[0] == pytest.approx(_joint._inertia(Z, labels, centers), rel=1e-6)
 
