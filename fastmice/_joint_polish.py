@@ -4,8 +4,9 @@ The best mode chooses between the consensus cut and the joint candidate
 (:mod:`fastmice._joint_consensus`) on a cheap candidate: three k-means++ starts on every
 sample, or one short start on a sample of many samples. Once kept, the candidate gets what
 the choice saved (CODE_VERSION 20; docs/quality.md, "The kept candidate's starts"): more
-starts on every sample, or, on a sample, its rounds continued there and then on every
-sample, streamed a block of rows at a time. On every sample a lower inertia alone is not
+starts on every sample, or, on a sample, its rounds continued there side by side with
+further starts (CODE_VERSION 22), the lowest inertia then continued on every sample,
+streamed a block of rows at a time. On every sample a lower inertia alone is not
 enough: where the joint k-means objective is nearly flat (text), it is a coin toss, so the
 new candidate must also agree with the weighted members at least as well (the ensemble's
 objective). On a sample, a lower inertia over every sample is enough (CODE_VERSION 21):
@@ -31,7 +32,8 @@ from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
-__all__ = ["FULL_ROUNDS", "FULL_ROUNDS_WORK", "POLISH_STREAM", "full_rounds",
+__all__ = ["FULL_ROUNDS", "FULL_ROUNDS_WORK", "POLISH_STREAM", "SAMPLED_STARTS",
+           "SAMPLED_STARTS_WORK", "SAMPLES_PER_START", "full_rounds",
            "polished_candidate", "streamed_inertia"]
 
 #: The kept candidate's stream under the joint step's (its further starts, its sample).
@@ -41,6 +43,13 @@ POLISH_STREAM = 3
 #: may cost over all of them (joint features x k a round: 480 x 20 allows all 30; 2,672 x
 #: 158, the most the heavy-cuts bound lets through, 4).
 FULL_ROUNDS, FULL_ROUNDS_WORK = 30, 2_000_000
+#: Further k-means++ starts on the continued sample; at most one per SAMPLES_PER_START
+#: samples (a start costs as much whatever N: 3 at 25,000, 6 from 48,000) and within the
+#: multiply-adds a sampled row may cost over all of their rounds (joint features x k x
+#: JOINT_MAX_ITER a start: 480 x 20 allows all 6; 960 x 40, 1). On the harder paired variant
+#: one short start missed the views-together partition on 4 of 16 design fits; 3 starts
+#: fixed 2 of them, 6 all four.
+SAMPLED_STARTS, SAMPLES_PER_START, SAMPLED_STARTS_WORK = 6, 8_000, 2_000_000
 #: Rows put in the joint space and assigned at a time.
 _BLOCK_ROWS = 8192
 
@@ -116,12 +125,27 @@ def streamed_inertia(Xs: Sequence, space: JointSpace,
 def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.Generator,
                n_jobs: int) -> tuple[np.ndarray, np.ndarray]:
     """The candidate's rounds continued on a uniform sample of ``sample`` rows to
-    ``JOINT_MAX_ITER`` in all, then on every sample (:func:`full_rounds`)."""
+    ``JOINT_MAX_ITER`` in all, side by side with further k-means++ starts of as many rounds
+    there (:data:`SAMPLED_STARTS`), the lowest inertia on the sample then continued on every
+    sample (:func:`full_rounds`)."""
+    n_clusters, n_features = joint.centers.shape
+    n_starts = min(SAMPLED_STARTS, Xs[0].shape[0] // SAMPLES_PER_START,
+                   SAMPLED_STARTS_WORK // (_joint.JOINT_MAX_ITER * n_clusters * n_features))
     rows = np.sort(rng.choice(Xs[0].shape[0], sample, replace=False))
+    seeds = [int(rng.integers(np.iinfo(np.int32).max)) for _ in range(n_starts)]
     Z = _joint._joint_rows(joint.space, Xs, rows, n_jobs)
-    _, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs), joint.centers,
-                              _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
-                              metric="sqeuclidean")
+
+    def run(start: int | None) -> tuple[float, np.ndarray, np.ndarray]:
+        if start is not None:
+            return _kmeans(Z, n_clusters, [start], 1, _joint.JOINT_MAX_ITER,
+                           subsample_start=True)
+        labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False), joint.centers,
+                                       _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
+                                       metric="sqeuclidean")
+        return _joint._inertia(Z, labels, centers), labels, centers
+
+    runs = map_threads(run, [None, *seeds], n_jobs)  # the candidate's rounds and the starts
+    _, _, centers = min(runs, key=lambda run: run[0])  # the first of equal inertias
     n_rounds = min(FULL_ROUNDS, max(1, FULL_ROUNDS_WORK // centers.size))
     return full_rounds(Xs, joint.space, centers, n_rounds, n_jobs)
 
@@ -136,7 +160,10 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
     starts in all, its own (:data:`fastmice._joint.JOINT_N_INIT`) and more from its own
     stream of ``seed``, the start of the lowest inertia the new candidate (kept only if its
     inertia is lower). On a sample (more samples): its rounds continue on a uniform sample
-    to :data:`fastmice._joint.JOINT_MAX_ITER` in all, then at most :data:`FULL_ROUNDS` on
+    to :data:`fastmice._joint.JOINT_MAX_ITER` in all, beside :data:`SAMPLED_STARTS` more
+    k-means++ starts there (fewer where :data:`SAMPLES_PER_START` or
+    :data:`SAMPLED_STARTS_WORK` says so); the lowest
+    inertia on the sample then runs at most :data:`FULL_ROUNDS` on
     every sample (fewer where :data:`FULL_ROUNDS_WORK` says so). The new candidate replaces
     the kept one if the weighted members agree with it at least as well
     (:func:`weighted_agreement`), or, on a sample, if its inertia over every sample

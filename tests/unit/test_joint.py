@@ -173,6 +173,38 @@ def test_on_a_sample_a_lower_inertia_over_every_sample_wins_whatever_the_members
         assert streamed[0] == pytest.approx(_joint._inertia(Z, labels, centers), rel=1e-6)
 
 
+def test_on_a_sample_further_starts_leave_a_local_minimum_the_candidate_cannot(monkeypatch,
+                                                                               make_blobs):
+    # A candidate stuck where Lloyd's rounds cannot leave (two centres in one cluster, one
+    # between two others): its own rounds keep it; a further k-means++ start on the sample
+    # finds every cluster, the same in any number of threads.
+    Xs, y = make_blobs(n_samples=900, n_clusters=4, seed=3)
+    monkeypatch.setattr(_joint, "JOINT_SAMPLE", 300)
+    monkeypatch.setattr(_joint, "JOINT_PER_CLUSTER", 10)
+    monkeypatch.setattr(_joint_polish, "SAMPLES_PER_START", 150)  # 6 starts at 900
+    joint = _joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 4, seed=2, n_members=0,
+                                  member_k=(4, 8), feature_ratio=(0.2, 0.8), n_jobs=1)
+    Z = _joint._joint_rows(joint.space, Xs, np.arange(900), 1)
+    first_half = (y == 0) & (np.arange(900) < 450)
+    stuck_centers = np.stack([Z[first_half].mean(0), Z[(y == 0) & ~first_half].mean(0),
+                              Z[(y == 1) | (y == 2)].mean(0), Z[y == 3].mean(0)])
+    stuck = dataclasses.replace(joint, centers=stuck_centers.astype(np.float32),
+                                labels_=_joint.nearest_rows(Z, stuck_centers,
+                                                            (stuck_centers ** 2).sum(1)))
+    assert _nmi(y, stuck.labels_) < 0.9
+    members = np.column_stack([stuck.labels_, stuck.labels_])  # they side with the stuck one
+
+    def polished(n_jobs: int):
+        return _joint_polish.polished_candidate(stuck, Xs, members, np.ones(2), seed=2,
+                                                n_starts=10, n_jobs=n_jobs)
+
+    fits = [polished(n_jobs) for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert _nmi(y, fits[0].labels_) == 1.0
+    monkeypatch.setattr(_joint_polish, "SAMPLED_STARTS", 0)  # its own rounds alone
+    assert _nmi(y, polished(1).labels_) < 0.9
+
+
 def test_full_rounds_stream_blocks_of_rows_and_end_on_their_own_centres(monkeypatch,
                                                                          make_blobs):
     Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
