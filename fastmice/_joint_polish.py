@@ -139,10 +139,12 @@ def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.G
         if start is not None:
             return _kmeans(Z, n_clusters, [start], 1, _joint.JOINT_MAX_ITER,
                            subsample_start=True)
-        labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False), joint.centers,
+        threads = 1 if seeds else n_jobs  # without starts beside it, it has every thread
+        labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=threads),
+                                       joint.centers,
                                        _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
                                        metric="sqeuclidean")
-        return _joint._inertia(Z, labels, centers), labels, centers
+        return _joint._inertia(Z, labels, centers, threads), labels, centers
 
     runs = map_threads(run, [None, *seeds], n_jobs)  # the candidate's rounds and the starts
     _, _, centers = min(runs, key=lambda run: run[0])  # the first of equal inertias
