@@ -25,6 +25,9 @@ The rule, in two steps, both linear in the number of samples N:
 
 Chosen on a design part of the shared datasets and generated sets, and checked on a
 confirmation part fixed before (``benchmarks/k_auto.py``, docs/quality.md "Choosing k").
+The paper mode chooses k this way; the best mode reads k off a neighbour graph of its joint
+space instead (:mod:`fastmice._auto_k_graph`: it sees k of 40 and more, which this rule
+does not), and its ensemble is spread as here.
 
 With more than :data:`AUTO_SAMPLE` samples, ``S`` is estimated on a uniform sample of them.
 """

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 
 from fastmice import _best
-from fastmice._auto_k import choose_n_clusters
+from fastmice._auto_k_graph import choose_n_clusters_joint
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
@@ -254,9 +254,9 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
             (init is not None and init.joint is None):
         return consensus_partition(base_labels, params.n_clusters, seed=seed, n_jobs=n_jobs,
                                    init=init, mode=params.mode)
-    choice = None  # "auto": k read off the view groups (spread over the candidates), then
-    if params.n_clusters == AUTO and init is None:  # the joint part as for that k
-        choice = choose_n_clusters(base_labels, seed=seed)
+    choice = None  # "auto": k read off the joint space's neighbour graph, then the joint
+    if params.n_clusters == AUTO and init is None:  # part as for that k
+        choice = choose_n_clusters_joint(Xs, params.metric, seed=seed, n_jobs=n_jobs)
         params = replace(params, n_clusters=choice.n_clusters)
     if init is not None:
         candidate, members = init.joint.predict(Xs, n_jobs)
