@@ -33,6 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 from fastmice._auto_k import KChoice
 from fastmice._blas import on_one_blas_thread
@@ -67,7 +68,10 @@ def _graph_spectrum(Z: np.ndarray, count: int, seed: int) -> np.ndarray:
                          random_state=seed).fit_transform(Z)
     Z = np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=np.float64)
     neighbours = min(GRAPH_NEIGHBOURS, n_rows - 1)
-    distances, indices = NearestNeighbors(n_neighbors=neighbours).fit(Z).kneighbors()
+    # One OpenMP thread: scikit-learn's search merges per-thread heaps on few rows, which
+    # could order equal distances (duplicate rows) by the machine's number of cores.
+    with threadpool_limits(limits=1, user_api="openmp"):
+        distances, indices = NearestNeighbors(n_neighbors=neighbours).fit(Z).kneighbors()
     width = float(np.mean(distances))
     weights = np.exp(-distances**2 / (2 * width**2)) if width > 0 else np.ones_like(distances)
     W = sp.csr_matrix((weights.ravel() + 1e-12, indices.ravel(),
