@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from fastmice._auto_k import KChoice
 from fastmice._blas import on_one_blas_thread
-from fastmice._joint import fit_joint_space
+from fastmice._joint import JointSpace, fit_joint_space
 
 __all__ = ["GRAPH_SAMPLE", "choose_n_clusters_joint", "graph_eigengap_choice"]
 
@@ -115,7 +115,7 @@ def graph_eigengap_choice(Z, seed: int) -> KChoice:
 
 @on_one_blas_thread
 def choose_n_clusters_joint(Xs: Sequence, metrics: Sequence[str], *, seed: int,
-                            n_jobs: int = 1) -> KChoice:
+                            n_jobs: int = 1, space: JointSpace | None = None) -> KChoice:
     """Choose k from the views themselves: the eigengap of a neighbour graph of a uniform
     sample of their joint rows (see the module docstring).
 
@@ -128,6 +128,8 @@ def choose_n_clusters_joint(Xs: Sequence, metrics: Sequence[str], *, seed: int,
         Root seed of the ensemble (the sample and the SVD come from its own stream).
     n_jobs : int, default=1
         Threads for the joint space's sums; the result does not depend on it.
+    space : JointSpace, optional
+        The views' joint space, if already fitted (:func:`fastmice._joint.fit_joint_space`).
 
     Returns
     -------
@@ -139,6 +141,6 @@ def choose_n_clusters_joint(Xs: Sequence, metrics: Sequence[str], *, seed: int,
         np.sort(rng.choice(n_samples, GRAPH_SAMPLE, replace=False))
     if len(rows) < 4:
         return KChoice(2, np.array([2]), np.zeros(1))
-    space = fit_joint_space(Xs, metrics, n_jobs)
+    space = fit_joint_space(Xs, metrics, n_jobs) if space is None else space
     return graph_eigengap_choice(space.transform(Xs, rows),
                                  int(rng.integers(np.iinfo(np.int32).max)))

@@ -124,14 +124,14 @@ class BestChoices:
         Consensus cuts per embedding width, the best by average NMI with the base
         clusterings kept.
     kmeans_plusplus_min_samples : int or None
-        Above this many samples the consensus k-means starts once from k-means++ rows of
-        its sample instead of from the best of ``n_init`` random ones (None: never).
+        Above this many samples (and where the cuts are heavy) the consensus k-means starts
+        once from k-means++ rows of its sample, not the best of ``n_init`` random ones.
     cuts_max_work : int
-        Above this ``n_samples * k**2`` the consensus makes one cut of Tcut's width ``k`` and
-        the joint candidate one k-means++ start of a few rounds, as on many samples: their
-        k-means cost grows as ``N k^2`` (20,000 samples of 2,672 features, k = 400: the
-        best mode took 4-5x the paper mode's CPU). No set measured for quality comes near
-        (the largest: 5,000 samples, k = 200, 2e8).
+        Above this ``n_samples * k**2`` the consensus makes one cut of Tcut's width ``k``
+        from one k-means++ start and the joint candidate one start of a few rounds, as on
+        many samples: their k-means cost grows as ``N k^2`` (20,000 samples of 2,672
+        features, k = 400: the best mode took 4-5x the paper mode's CPU). No set measured
+        for quality comes near (the largest: 5,000 samples, k = 200, 2e8).
     replicates_max_samples : int
         Above this many samples one cut (each cut's k-means rounds run on every sample: three
         cost 1.7x the paper mode's whole fit at 100,000 samples).
@@ -245,12 +245,12 @@ def consensus_cuts(n_clusters: int, n_samples: int) -> tuple[list[int], str]:
     """The best mode's consensus cuts on data of ``n_samples`` rows: the embedding width of
     each cut, in order (:func:`consensus_widths`, taking turns, ``replicates`` times each; one
     cut above ``replicates_max_samples``), and how their k-means start (``"k-means++"``
-    above ``kmeans_plusplus_min_samples``, else ``"random"``)."""
-    widths = consensus_widths(n_clusters, n_samples)
-    replicates = 1 if n_samples > CHOICES.replicates_max_samples or \
-        heavy_cuts(n_clusters, n_samples) else max(1, CHOICES.replicates)
+    above ``kmeans_plusplus_min_samples`` or where the cuts are heavy, else ``"random"``)."""
+    widths, heavy = consensus_widths(n_clusters, n_samples), heavy_cuts(n_clusters, n_samples)
+    replicates = 1 if n_samples > CHOICES.replicates_max_samples or heavy else \
+        max(1, CHOICES.replicates)
     plusplus = CHOICES.kmeans_plusplus_min_samples
-    start = "k-means++" if plusplus is not None and n_samples > plusplus else "random"
+    start = "k-means++" if heavy or (plusplus is not None and n_samples > plusplus) else "random"
     return widths * replicates, start
 
 

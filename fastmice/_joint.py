@@ -318,8 +318,8 @@ def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int,
 @on_one_blas_thread
 def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, seed: int,
                    n_members: int, member_k: tuple[int, int],
-                   feature_ratio: tuple[float, float], n_jobs: int | None = None
-                   ) -> JointEnsemble:
+                   feature_ratio: tuple[float, float], n_jobs: int | None = None,
+                   space: JointSpace | None = None) -> JointEnsemble:
     """k-means in the joint space: the candidate (k-means++ starts, the lowest inertia kept)
     and ``n_members`` members, each on a random share of the joint features with its own k.
 
@@ -345,6 +345,8 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
     n_jobs : int, optional
         Threads (the candidate and the members side by side); the result does not depend
         on it.
+    space : JointSpace, optional
+        The views' joint space, if already fitted (:func:`fit_joint_space`).
 
     Returns
     -------
@@ -353,7 +355,8 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
     with stage("joint"):
         n_samples = Xs[0].shape[0]
         rng = group_rng(seed, JOINT_STREAM)
-        space = fit_joint_space(Xs, metrics, n_jobs or 1)
+        if space is None:
+            space = fit_joint_space(Xs, metrics, n_jobs or 1)
         sample = max(JOINT_SAMPLE, JOINT_PER_CLUSTER * (member_k[1] if n_members
                                                          else n_clusters))
         sampled = n_samples > sample

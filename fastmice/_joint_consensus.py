@@ -29,7 +29,7 @@ from fastmice._auto_k_graph import choose_n_clusters_joint
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
-from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, joint_ensemble
+from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, fit_joint_space, joint_ensemble
 from fastmice._joint_polish import polished_candidate
 from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
@@ -51,6 +51,9 @@ HELDOUT_STREAM = 2
 #: Rows the held-out check measures on: at most this many, and at least
 #: :data:`HELDOUT_PER_CLUSTER` a cluster (a uniform sample; every row if fewer).
 HELDOUT_SAMPLE, HELDOUT_PER_CLUSTER = 5_000, 50
+#: Rows x clusters of the check's sample from which each half's consensus uses every
+#: thread, not one (its k-means assignments: rows x clusters x width products).
+HELDOUT_THREADED_WORK = 1_000_000
 
 
 def explained_share(Z, labels: np.ndarray) -> float:
@@ -169,7 +172,9 @@ def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
     (:func:`weighted_agreement`) with the other half, and so are the joint labels; the two
     halves' scores are averaged. On a uniform sample of ``max(HELDOUT_SAMPLE,
     HELDOUT_PER_CLUSTER * k)`` rows where there are more. The two consensuses run side by
-    side, each on one thread (on so few rows more threads per cut only add their overhead).
+    side, each on one thread where the sample is small (more threads per cut only add
+    their overhead), else sharing all ``n_jobs`` (20,000 rows at k = 400: the threads that
+    are not running a half help with the row blocks of the other).
 
     Parameters
     ----------
@@ -194,12 +199,13 @@ def heldout_prefers_joint(joint_labels: np.ndarray, members: np.ndarray,
         rows = np.sort(rng.choice(n_samples, size, replace=False))
         members, joint_labels = members[rows], joint_labels[rows]
     half_seeds = rng.integers(0, 2**31 - 1, size=2)
+    inner_jobs = n_jobs if len(members) * n_clusters >= HELDOUT_THREADED_WORK else 1
     halves = (np.arange(0, n_members, 2), np.arange(1, n_members, 2))
 
     def scores(half: int) -> tuple[float, float]:
         built, held = halves[half], halves[1 - half]
         consensus = consensus_partition(members[:, built], n_clusters,
-                                        seed=int(half_seeds[half]), n_jobs=1,
+                                        seed=int(half_seeds[half]), n_jobs=inner_jobs,
                                         mode="best").labels_
         return (weighted_agreement(consensus, members[:, held], weights[held]),
                 weighted_agreement(joint_labels, members[:, held], weights[held]))
@@ -254,9 +260,11 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
             (init is not None and init.joint is None):
         return consensus_partition(base_labels, params.n_clusters, seed=seed, n_jobs=n_jobs,
                                    init=init, mode=params.mode)
-    choice = None  # "auto": k read off the joint space's neighbour graph, then the joint
-    if params.n_clusters == AUTO and init is None:  # part as for that k
-        choice = choose_n_clusters_joint(Xs, params.metric, seed=seed, n_jobs=n_jobs)
+    choice = space = None  # "auto": k read off the joint space's neighbour graph, then
+    if params.n_clusters == AUTO and init is None:  # the joint part as for that k
+        space = fit_joint_space(Xs, params.metric, n_jobs)
+        choice = choose_n_clusters_joint(Xs, params.metric, seed=seed, n_jobs=n_jobs,
+                                         space=space)
         params = replace(params, n_clusters=choice.n_clusters)
     if init is not None:
         candidate, members = init.joint.predict(Xs, n_jobs)
@@ -266,7 +274,8 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
                                if params.n_clusters == AUTO else params.n_clusters,
                                seed=seed, n_members=joint_members(params.n_groups),
                                member_k=_member_k(params, n_samples),
-                               feature_ratio=params.feature_ratio, n_jobs=n_jobs)
+                               feature_ratio=params.feature_ratio, n_jobs=n_jobs,
+                               space=space)
     members = np.hstack([base_labels, joint.member_labels_])
     found = consensus_partition(members, params.n_clusters, seed=seed, n_jobs=n_jobs,
                                 init=init, mode="best")

@@ -36,8 +36,8 @@ _DENSE_SUMS_SHARE = 1 / 25
 #: Most clusters x columns for which the per-cluster sums of R's rows are added up densely
 #: (2**24 float64: 128 MiB); beyond, the product of the cluster indicator with R, by blocks.
 _DENSE_SUMS_MAX = 2**24
-#: Rows of R added into those sums at a time.
-_SUMS_ROWS = 2**16
+#: Entries of R added into those sums at a time.
+_SUMS_ENTRIES = 2**20
 #: Rows of U a piece of ``U @ M`` covers (U has a row per column of the graph: ~10^4).
 _TIMES_ROWS = 512
 
@@ -297,20 +297,34 @@ class TransferRows:
             return (summed.toarray() if sp.issparse(summed) else summed) @ self.U
         return np.asarray(sp.csr_matrix(summed) @ self.U)
 
+    @cached_property
+    def _R_by_columns(self) -> sp.csc_matrix:
+        """R by columns: each column's entries in row order (CSR to CSC keeps that order)."""
+        return self.R.tocsc()
+
     def _summed_rows(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         """``sum_(i in c) R_i / |R_i U|`` of every cluster c, shape (n_clusters, n_columns):
-        R's entries added in row order, a block of rows at a time (the same sums as the
-        product of the cluster indicator with R, at a third of its cost, in one pass)."""
-        R, n_columns = self.R, self.R.shape[1]
+        R's entries added in row order into a dense array (the same sums as the product of
+        the cluster indicator with R, at a third of its cost, in one pass), by parts of the
+        columns in ``n_jobs`` threads: within a column the entries keep their row order, so
+        every sum adds the same terms in the same order whatever the parts."""
+        R = self._R_by_columns
         scale = 1.0 / self.norms
-        sums = np.zeros(n_clusters * n_columns)
-        for start in range(0, self.n_rows, _SUMS_ROWS):
-            stop = min(start + _SUMS_ROWS, self.n_rows)
+
+        def part(columns: slice) -> np.ndarray:
+            start, stop, _ = columns.indices(R.shape[1])
+            width = stop - start
             first, last = R.indptr[start], R.indptr[stop]
-            rows = np.repeat(np.arange(start, stop), np.diff(R.indptr[start:stop + 1]))
-            np.add.at(sums, labels[rows] * n_columns + R.indices[first:last],
-                      R.data[first:last] * scale[rows])
-        return sums.reshape(n_clusters, n_columns)
+            rows = R.indices[first:last]
+            offsets = np.repeat(np.arange(width), np.diff(R.indptr[start:stop + 1]))
+            sums = np.zeros(n_clusters * width)
+            for a in range(0, len(rows), _SUMS_ENTRIES):  # bounded temporaries
+                b = min(a + _SUMS_ENTRIES, len(rows))
+                np.add.at(sums, labels[rows[a:b]] * width + offsets[a:b],
+                          R.data[first + a:first + b] * scale[rows[a:b]])
+            return sums.reshape(n_clusters, width)
+
+        return by_column_parts(part, R.shape[1], self.n_jobs)
 
     def assigned_products(self, labels: np.ndarray, centers: np.ndarray) -> np.ndarray:
         G = self.U @ centers.T

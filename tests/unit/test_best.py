@@ -386,11 +386,13 @@ def test_the_metric_rule_leaves_a_sparse_view_as_it_is():
 
 def test_heavy_cuts_make_one_consensus_cut_and_a_short_joint_k_means():
     """Where n k^2 is large (k = 400 at 20,000 samples) the six cuts and the joint
-    candidate's three long k-means cost 4-5x the paper mode's fit: one cut of width k, one
-    short joint k-means; the sizes measured for quality keep theirs."""
+    candidate's three long k-means cost 4-5x the paper mode's fit: one cut of width k that
+    starts once from k-means++ (as on many samples), one short joint k-means; the sizes
+    measured for quality keep theirs."""
     from fastmice._best import consensus_cuts, heavy_cuts
 
-    assert consensus_cuts(400, 20_000) == ([400], "random")
+    assert consensus_cuts(400, 20_000) == ([400], "k-means++")
+    assert consensus_cuts(400, 3_000) == ([401, 600] * 3, "random")  # 4.8e8: not heavy
     assert consensus_cuts(200, 5_000) == ([201, 300] * 3, "random")  # 2e8: not heavy
     assert consensus_cuts(10, 200_000) == ([10], "k-means++")
     assert heavy_cuts(400, 20_000) and not heavy_cuts(100, 10_000)

@@ -88,6 +88,29 @@ def test_the_held_out_check_scores_each_half_s_consensus_on_the_other_half():
         _joint_consensus.heldout_prefers_joint(truth, members[:, :3], np.ones(3), 3, seed=0)
 
 
+def test_the_held_out_check_on_a_large_sample_gives_the_same_answer_in_threads(monkeypatch):
+    """Above HELDOUT_THREADED_WORK each half's consensus shares every thread (row blocks of
+    its k-means and eigen step): the same consensuses, so the same scores, as on one."""
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 6, size=3000)
+    members = np.column_stack([np.where(rng.random(3000) < 0.8, truth, rng.integers(0, 9, 3000))
+                               for _ in range(6)])
+    candidate = np.where(rng.random(3000) < 0.9, truth, 0)
+    scores = []
+    original = _joint_consensus.weighted_agreement
+
+    def recorded(*args):
+        scores.append(original(*args))
+        return scores[-1]
+
+    monkeypatch.setattr(_joint_consensus, "weighted_agreement", recorded)
+    monkeypatch.setattr(_joint_consensus, "HELDOUT_THREADED_WORK", 1)
+    answers = [_joint_consensus.heldout_prefers_joint(candidate, members, np.ones(6), 6,
+                                                      seed=4, n_jobs=jobs) for jobs in (1, 3)]
+    assert answers[0] == answers[1]
+    assert sorted(scores[:4]) == sorted(scores[4:]) and len(set(scores)) > 1
+
+
 def test_a_kept_candidate_gets_more_starts_and_fixes_a_poor_local_optimum(monkeypatch):
     # Four weak redundant views (a fresh draw of a confirmation point): the candidate is
     # kept, but its three k-means starts end in a local optimum that merges two clusters

@@ -383,6 +383,23 @@ def test_implicit_centre_sums_do_not_depend_on_threads():
     np.testing.assert_array_equal(TransferRows(R, U, n_jobs=2).center_sums(labels, 12), one)
 
 
+@pytest.mark.parametrize("n_jobs, entries", [(1, 2**20), (3, 2**20), (2, 97)])
+def test_summed_rows_by_column_parts_add_in_row_order(n_jobs, entries, monkeypatch):
+    """Each cluster's sum of R's rows adds the same terms in the same (row) order as one
+    pass over R's rows does, whatever the column parts (threads) and chunks: bit for bit."""
+    monkeypatch.setattr(rows_module, "_SUMS_ENTRIES", entries)
+    rng = np.random.default_rng(5)
+    R = _row_stochastic(sp.random(4000, 700, density=0.01, format="csr", random_state=5))
+    U = rng.standard_normal((700, 9))
+    labels = rng.integers(0, 30, 4000)
+    rows = TransferRows(R, U, n_jobs=n_jobs)
+    in_row_order = np.zeros(30 * 700)
+    entry_rows = np.repeat(np.arange(4000), np.diff(R.indptr))
+    np.add.at(in_row_order, labels[entry_rows] * 700 + R.indices,
+              R.data * (1.0 / rows.norms)[entry_rows])
+    np.testing.assert_array_equal(rows._summed_rows(labels, 30), in_row_order.reshape(30, 700))
+
+
 @pytest.mark.parametrize("summed_densely", [True, False])
 @pytest.mark.parametrize("n_clusters, per_row", [(12, 8), (300, 2)])
 def test_implicit_centre_sums_match_the_formed_rows_dense_or_sparse(n_clusters, per_row,
