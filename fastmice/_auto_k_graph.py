@@ -13,7 +13,7 @@ The rule, on a uniform sample of at most :data:`GRAPH_SAMPLE` rows (cost fixed i
 one pass over the data for the joint space's means and scales):
 
 1. the sample's joint rows, reduced to their :data:`GRAPH_DIMS` leading singular directions
-   (randomised SVD) where wider;
+   (randomised SVD) where wider and more;
 2. the symmetrised graph of each row's :data:`GRAPH_NEIGHBOURS` nearest rows, Gaussian
    weights ``exp(-d^2 / (2 s^2))`` with ``s`` the mean neighbour distance;
 3. the eigenvalues ``1 = l_1 >= l_2 >= ...`` of ``D^-1/2 W D^-1/2``; the score of k is
@@ -39,7 +39,8 @@ from fastmice._auto_k import KChoice
 from fastmice._blas import on_one_blas_thread
 from fastmice._joint import JointSpace, fit_joint_space
 
-__all__ = ["GRAPH_SAMPLE", "choose_n_clusters_joint", "graph_eigengap_choice"]
+__all__ = ["GRAPH_SAMPLE", "choose_n_clusters_joint", "graph_eigengap_choice",
+           "neighbour_graph"]
 
 #: Rows of the joint space the graph is built on, at most (a dense eigenproblem of this
 #: size: about 0.8 s on one core).
@@ -56,17 +57,20 @@ MAX_K_DIVISOR = 10
 _SAMPLE_STREAM = (1, 2)
 
 
-def _graph_spectrum(Z: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """The ``count`` largest eigenvalues of the normalised neighbour graph of the rows of
-    ``Z`` (shape (n_rows, n_features), dense or CSR), largest first."""
+def neighbour_graph(Z, seed: int, reduce: bool = True) -> np.ndarray:
+    """The normalised neighbour graph ``D^-1/2 W D^-1/2`` of the rows of ``Z`` (shape
+    (n_rows, n_features), dense or CSR): dense, shape (n_rows, n_rows), symmetric (see the
+    module docstring, steps 1-2; ``reduce=False``: the neighbours by the rows' own
+    distances, without the SVD)."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.neighbors import NearestNeighbors
 
     n_rows = Z.shape[0]
-    if Z.shape[1] > GRAPH_DIMS:
+    if reduce and Z.shape[1] > GRAPH_DIMS < n_rows:  # (fewer rows span fewer directions)
         Z = TruncatedSVD(GRAPH_DIMS, algorithm="randomized", n_iter=4,
                          random_state=seed).fit_transform(Z)
-    Z = np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=np.float64)
+    Z = sp.csr_matrix(Z, dtype=np.float64) if sp.issparse(Z) else \
+        np.asarray(Z, dtype=np.float64)
     neighbours = min(GRAPH_NEIGHBOURS, n_rows - 1)
     # One OpenMP thread: scikit-learn's search merges per-thread heaps on few rows, which
     # could order equal distances (duplicate rows) by the machine's number of cores.
@@ -81,6 +85,14 @@ def _graph_spectrum(Z: np.ndarray, count: int, seed: int) -> np.ndarray:
     scale = 1.0 / np.sqrt(W.sum(axis=1))
     W *= scale[:, None]
     W *= scale[None, :]
+    return W
+
+
+def _graph_spectrum(Z: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """The ``count`` largest eigenvalues of the normalised neighbour graph of the rows of
+    ``Z`` (shape (n_rows, n_features), dense or CSR), largest first."""
+    W = neighbour_graph(Z, seed)
+    n_rows = W.shape[0]
     count = min(count, n_rows)
     # Single precision: 2.7x faster than double on one core, and the gaps that decide are
     # far above its rounding (1e-7 of the eigenvalues, which are at most 1).

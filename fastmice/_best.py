@@ -23,18 +23,14 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   not share, they form a smaller camp that agrees within itself, and agreeing with the
   camp that agrees most counts. Above ``BestChoices.proportional_max_samples`` samples a
   base clustering counts fully unless its agreement is below half the median (the
-  ``agreement_knee``): there, proportional weights lifted the best single-view groups over
-  the complementary ones and cost 1.1-1.7 NMI points on a partial-latent shape at
-  100,000 samples (docs/quality.md, "The best mode at scale"). Near-degenerate base
+  ``agreement_knee``; docs/quality.md, "The best mode at scale"). Near-degenerate base
   clusterings (normalised entropy below :data:`BestChoices.entropy_knee`) count in
-  proportion to their entropy as well:
-  where many view groups isolate the same few samples (WebKB under cosine), they agree
-  with one another and agreement alone would let them cut the consensus.
+  proportion to their entropy as well (many view groups that isolate the same few samples
+  agree with one another).
 * **Finer base clusterings where k is small.** A base clustering draws its number of
   clusters up to ``min(sqrt(N), 50)`` where that is more than the paper's ``2 k`` (as the
   authors' locally weighted ensemble clustering, IEEE TCYB 2018, up to 100): with few
-  clusters each base clustering is nearly a whole answer and the consensus a mere vote;
-  finer ones give it pieces to assemble.
+  clusters each base clustering is nearly a whole answer and the consensus a mere vote.
 * **Wider consensus embeddings.** The consensus Tcut clusters the rows on more leading
   eigenvectors than its k (the first of which is constant): ``k + 1`` and ``ceil(1.5 k)``,
   each in its own replicates. With k of them, a split that every base clustering makes
@@ -118,8 +114,7 @@ class BestChoices:
         :func:`consensus_widths`.
     wide_max_samples : int
         Up to this many samples the consensus embeddings are those two; above, Tcut's k
-        eigenvectors (the widths were measured on data of at most 10,000 samples, and the
-        consensus k-means costs in proportion to the width).
+        eigenvectors (the consensus k-means costs in proportion to the width).
     replicates : int
         Consensus cuts per embedding width, the best by average NMI with the base
         clusterings kept.
@@ -129,9 +124,7 @@ class BestChoices:
     cuts_max_work : int
         Above this ``n_samples * k**2`` the consensus makes one cut of Tcut's width ``k``
         from one k-means++ start and the joint candidate one start of a few rounds, as on
-        many samples: their k-means cost grows as ``N k^2`` (20,000 samples of 2,672
-        features, k = 400: the best mode took 4-5x the paper mode's CPU). No set measured
-        for quality comes near (the largest: 5,000 samples, k = 200, 2e8).
+        many samples: their k-means cost grows as ``N k^2``.
     replicates_max_samples : int
         Above this many samples one cut (each cut's k-means rounds run on every sample: three
         cost 1.7x the paper mode's whole fit at 100,000 samples).
@@ -167,6 +160,11 @@ class BestChoices:
         Once kept, the candidate gets this many k-means++ starts in all (on a sample of many
         samples, its rounds continue instead), unless the members agree with the result less
         (:func:`fastmice._joint_polish.polished_candidate`). 3 or fewer: neither.
+    spectral_cluster_size : int
+        Up to this many samples a cluster on average (0: never), spectral clustering on the
+        joint neighbour graph competes too (:mod:`fastmice._joint_spectral`).
+    spectral_heldout : bool
+        It also wins where the held-out check prefers it (off: Movies fell 1.8 below paper).
     """
 
     empty_rows: bool = True
@@ -194,6 +192,8 @@ class BestChoices:
     joint_heldout: float | None = 0.01
     joint_heldout_window: float = 0.05
     joint_kept_starts: int = 10
+    spectral_cluster_size: int = 50
+    spectral_heldout: bool = False
 
 
 #: The choices in force (a benchmark may replace it to measure each one's effect).

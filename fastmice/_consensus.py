@@ -134,9 +134,10 @@ class ConsensusPartition:
     joint : JointEnsemble or None
         The best mode's joint-space k-means (:mod:`fastmice._joint`): its members are the
         graph's last base clusterings, computed from the views.
-    source : {"consensus", "joint"}
-        Which gave ``labels_``: the graph's cut, or the joint candidate (it agreed better
-        with the weighted base clusterings).
+    source : {"consensus", "joint", "spectral"}
+        Which gave ``labels_``: the graph's cut, the joint candidate or the spectral one
+        (:mod:`fastmice._joint_spectral`; either agreed better with the weighted base
+        clusterings, and ``joint`` holds it).
     """
 
     labels_: np.ndarray
@@ -176,7 +177,7 @@ class ConsensusPartition:
                 raise ValueError("This consensus has a joint-space part: predict needs the "
                                  "new samples' views (Xs).")
             candidate, members = self.joint.predict(Xs, n_jobs)
-            if self.source == "joint":
+            if self.source in ("joint", "spectral"):
                 return candidate
             base_labels = np.hstack([base_labels, members])
         lowest = 0 if self.member_weights is None else -1

@@ -31,6 +31,7 @@ from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
 from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, fit_joint_space, joint_ensemble
 from fastmice._joint_polish import polished_candidate
+from fastmice._joint_spectral import spectral_due, with_spectral_candidate
 from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
 from fastmice._specs import group_rng
@@ -228,6 +229,39 @@ def _member_k(params: EnsembleParams, n_samples: int) -> tuple[int, int]:
     return _best.base_k_range(low, high, n_samples, "best")
 
 
+def _joint_or_consensus(Xs: Sequence, found: ConsensusPartition, joint, members: np.ndarray,
+                        *, seed: int, n_jobs: int) -> str:
+    """``"joint"`` where the joint candidate wins (by agreement, within the tie, where the
+    consensus is noise or by the held-out check), else ``"consensus"``."""
+    consensus_agreement, joint_agreement = agreements(
+        found.labels_, joint.labels_, members, found.member_weights, n_jobs)
+    source = _by_agreement(consensus_agreement, joint_agreement, _best.CHOICES.joint_tie)
+    if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
+            Xs, joint.space, found.labels_, joint.labels_, found.n_clusters, seed=seed,
+            n_jobs=n_jobs):
+        source = "joint"
+    if source == "consensus" and _heldout_due(consensus_agreement - joint_agreement,
+                                              members.shape[1]) and \
+            heldout_prefers_joint(joint.labels_, members, found.member_weights,
+                                  found.n_clusters, seed=seed, n_jobs=n_jobs,
+                                  margin=_best.CHOICES.joint_heldout):
+        source = "joint"
+    return source
+
+
+def _spectral_part(Xs: Sequence, found: ConsensusPartition, joint, labels: np.ndarray,
+                   members: np.ndarray, *, seed: int, n_jobs: int):
+    """The joint part holding the spectral candidate where it wins against ``labels``
+    (:func:`fastmice._joint_spectral.with_spectral_candidate`), else None."""
+    def heldout(candidate: np.ndarray, lead: float) -> bool:
+        return _best.CHOICES.spectral_heldout and _heldout_due(lead, members.shape[1]) and \
+            heldout_prefers_joint(candidate, members, found.member_weights, found.n_clusters,
+                                  seed=seed, n_jobs=n_jobs, margin=_best.CHOICES.joint_heldout)
+
+    return with_spectral_candidate(joint, Xs, labels, members, found.member_weights,
+                                   seed=seed, n_jobs=n_jobs, heldout=heldout)
+
+
 def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: EnsembleParams, *,
                          n_jobs: int | None = None,
                          init: ConsensusPartition | None = None) -> ConsensusPartition:
@@ -286,21 +320,14 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
             found.n_clusters != joint.centers.shape[0]:
         source = "consensus"  # (with "auto", the candidate was made for another k)
     else:
-        consensus_agreement, joint_agreement = agreements(
-            found.labels_, joint.labels_, members, found.member_weights, n_jobs)
-        source = _by_agreement(consensus_agreement, joint_agreement, _best.CHOICES.joint_tie)
-        if source == "consensus" and _best.CHOICES.joint_null and consensus_is_noise(
-                Xs, joint.space, found.labels_, joint.labels_, params.n_clusters,
-                seed=seed, n_jobs=n_jobs):
-            source = "joint"
-        if source == "consensus" and _heldout_due(consensus_agreement - joint_agreement,
-                                                  members.shape[1]) and \
-                heldout_prefers_joint(joint.labels_, members, found.member_weights,
-                                      params.n_clusters, seed=seed, n_jobs=n_jobs,
-                                      margin=_best.CHOICES.joint_heldout):
-            source = "joint"
+        source = _joint_or_consensus(Xs, found, joint, members, seed=seed, n_jobs=n_jobs)
     if source == "joint" and init is None:
         joint = polished_candidate(joint, Xs, members, found.member_weights, seed=seed,
                                    n_starts=_best.CHOICES.joint_kept_starts, n_jobs=n_jobs)
-    labels = joint.labels_ if source == "joint" else found.labels_
+    labels = joint.labels_ if source in ("joint", "spectral") else found.labels_
+    if init is None and found.n_clusters == joint.centers.shape[0] and \
+            spectral_due(n_samples, found.n_clusters):
+        spectral = _spectral_part(Xs, found, joint, labels, members, seed=seed, n_jobs=n_jobs)
+        if spectral is not None:
+            joint, source, labels = spectral, "spectral", spectral.labels_
     return replace(found, labels_=labels, joint=joint, source=source)
