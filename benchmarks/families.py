@@ -293,16 +293,20 @@ CONFIRMATION_POINTS: list[FamilyPoint] = [
     point(150000, 16, 5, 0.375, True, seed=2072),
 ]
 
+
+def _both_kinds(shapes: tuple, first_seed: int) -> list[FamilyPoint]:
+    """A complementary and a redundant dense point of each shape ``(n, k, views, signal)``."""
+    return [point(n, k, v, s, c, seed=first_seed + 2 * i + c)
+            for i, (n, k, v, s) in enumerate(shapes) for c in (True, False)]
+
+
 #: Written down on 2026-11-28 before any method ran on them, to confirm the spectral
 #: candidate's rule (chosen on the design part, then bounded by clusters' sizes after the
 #: confirmation part was seen): few samples a cluster (6 to 50), as face and gene sets have.
 FRESH_SMALL_POINTS: list[FamilyPoint] = [
-    *[point(n, k, v, s, c, seed=3000 + 2 * i + c)
-      for i, (n, k, v, s) in enumerate(((60, 6, 3, 0.25), (120, 12, 3, 0.375),
-                                         (240, 20, 4, 0.5), (300, 10, 2, 0.125),
-                                         (600, 40, 3, 0.25), (1000, 25, 4, 0.375),
-                                         (2000, 50, 4, 0.5)))
-      for c in (True, False)],
+    *_both_kinds(((60, 6, 3, 0.25), (120, 12, 3, 0.375), (240, 20, 4, 0.5),
+                  (300, 10, 2, 0.125), (600, 40, 3, 0.25), (1000, 25, 4, 0.375),
+                  (2000, 50, 4, 0.5)), 3000),
     point(400, 10, 3, 0.25, True, kind="sparse", seed=3020),
     point(300, 12, 3, 0.5, False, kind="count", seed=3021),
     point(500, 20, 3, 0.375, True, kind="compositional", seed=3022),
@@ -313,12 +317,9 @@ FRESH_SMALL_POINTS: list[FamilyPoint] = [
 #: for the spectral candidate (the held-out check as well), chosen on the design part
 #: within the bound of 50 samples a cluster after FRESH_SMALL_POINTS had been seen.
 FRESH_SMALL_POINTS_2: list[FamilyPoint] = [
-    *[point(n, k, v, s, c, seed=3100 + 2 * i + c)
-      for i, (n, k, v, s) in enumerate(((80, 8, 3, 0.375), (150, 10, 4, 0.25),
-                                         (200, 25, 3, 0.5), (400, 16, 2, 0.375),
-                                         (800, 32, 3, 0.25), (1200, 30, 5, 0.5),
-                                         (1800, 60, 3, 0.375)))
-      for c in (True, False)],
+    *_both_kinds(((80, 8, 3, 0.375), (150, 10, 4, 0.25), (200, 25, 3, 0.5),
+                  (400, 16, 2, 0.375), (800, 32, 3, 0.25), (1200, 30, 5, 0.5),
+                  (1800, 60, 3, 0.375)), 3100),
     point(500, 20, 3, 0.5, False, kind="sparse", seed=3120),
     point(400, 16, 4, 0.25, True, kind="count", seed=3121),
     point(300, 10, 3, 0.375, False, kind="compositional", seed=3122),

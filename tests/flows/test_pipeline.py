@@ -96,6 +96,24 @@ def test_serial_runner_gives_the_same_labels(prefect_api, registered, blobs):
     np.testing.assert_array_equal(_labels(registered, summary), _library(blobs[0]))
 
 
+def test_a_spectral_consensus_gives_the_library_s_labels(prefect_api, store):
+    # 12 clusters of 10 samples: the best mode's spectral candidate wins (its labels, not the
+    # cut's; fastmice._joint_spectral), through the flow as through the library.
+    from benchmark_loader import load_benchmark
+
+    families = load_benchmark("families")
+    Xs, y = families.make_point(families.point(120, 12, 3, 0.25, True, seed=7001))
+    register_batch(store, "small", [np.asarray(X) for X in Xs], y, mode="create")
+    from flows.pipeline import cluster_flow
+
+    summary = cluster_flow(dataset="small", n_clusters=12, n_groups=M, random_state=SEED,
+                           store_url=store.url, n_anchors=ANCHORS)
+    library = fastmice.FastMICE(12, n_groups=M, n_anchors=ANCHORS, mode="best",
+                                random_state=SEED).fit(Xs)
+    assert library.consensus_.source == "spectral"
+    np.testing.assert_array_equal(_labels(store, summary), library.labels_)
+
+
 def test_failed_group_fails_the_run_and_a_rerun_computes_only_it(prefect_api, registered,
                                                                  blobs, monkeypatch):
     from flows.pipeline import GroupsFailedError
