@@ -66,7 +66,8 @@ def neighbour_graph(Z, seed: int, reduce: bool = True) -> np.ndarray:
     from sklearn.neighbors import NearestNeighbors
 
     n_rows = Z.shape[0]
-    if reduce and Z.shape[1] > GRAPH_DIMS < n_rows:  # (fewer rows span fewer directions)
+    # (fewer rows than GRAPH_DIMS span fewer directions: the SVD would keep every distance)
+    if reduce and Z.shape[1] > GRAPH_DIMS and n_rows > GRAPH_DIMS:
         Z = TruncatedSVD(GRAPH_DIMS, algorithm="randomized", n_iter=4,
                          random_state=seed).fit_transform(Z)
     Z = sp.csr_matrix(Z, dtype=np.float64) if sp.issparse(Z) else \

@@ -23,14 +23,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from fastmice import _best
 from fastmice._auto_k_graph import GRAPH_SAMPLE, neighbour_graph
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._joint import JOINT_MAX_ITER, JOINT_STREAM, JointEnsemble, _kmeans
+from fastmice._kmeans import _centers
 from fastmice._lapack import top_eigenpairs
+from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
@@ -83,17 +84,6 @@ def spectral_labels(Z, n_clusters: int, *, seed: int, n_jobs: int = 1) -> np.nda
     return labels if len(np.unique(labels)) == n_clusters else None
 
 
-def _cluster_means(Z, labels: np.ndarray, n_clusters: int) -> np.ndarray:
-    """The means of the rows of ``Z`` in each cluster, shape (n_clusters, n_features),
-    float32."""
-    indicator = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))),
-                              shape=(n_clusters, len(labels)))
-    sums = indicator @ Z
-    sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums, dtype=np.float64)
-    counts = np.asarray(indicator.sum(axis=1)).ravel()
-    return (sums / counts[:, None]).astype(np.float32)
-
-
 def with_spectral_candidate(joint: JointEnsemble, Xs: Sequence, labels: np.ndarray,
                             members: np.ndarray, weights: np.ndarray, *, seed: int,
                             n_jobs: int = 1, heldout=None) -> JointEnsemble | None:
@@ -124,5 +114,6 @@ def with_spectral_candidate(joint: JointEnsemble, Xs: Sequence, labels: np.ndarr
             weighted_agreement(candidate, members, weights, n_jobs)
         if lead >= 0 and not (heldout is not None and heldout(candidate, lead)):
             return None
-        return replace(joint, labels_=candidate,
-                       centers=_cluster_means(Z, candidate, n_clusters))
+        # The clusters' means, as the joint k-means makes its centres.
+        centers = _centers(MatrixRows(Z, cosine=False, n_jobs=n_jobs), candidate, n_clusters)
+        return replace(joint, labels_=candidate, centers=centers)
