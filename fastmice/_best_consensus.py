@@ -48,14 +48,14 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
         # One start per cut: k-means++ costs k times a random start, and its starts spread.
         n_init = 1
     best, best_score = None, -np.inf
-    eigen_cache: dict = {}  # the cuts of one width solve one eigenproblem
+    eigen_cache: dict = {}  # every cut's embedding: the leading vectors of one eigenproblem
     for cut, width in enumerate(widths):  # each cut on its own stream
         stream = (CONSENSUS_STREAM,) if cut == 0 else (CONSENSUS_STREAM, cut)
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
             n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
             full_rounds=full_rounds, n_vectors=width, kmeans_init=kmeans_init,
-            eigen_cache=eigen_cache)
+            eigen_cache=eigen_cache, solve_vectors=max(widths))
         score = _best.weighted_agreement(partition.labels_, base_labels, weights, n_jobs) \
             if len(widths) > 1 else 0.0
         if score > best_score:

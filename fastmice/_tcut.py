@@ -134,7 +134,8 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
                               eigen_dtype: type = np.float64,
                               n_vectors: int | None = None,
                               kmeans_init: str = "random",
-                              eigen_cache: dict | None = None) -> BipartitePartition:
+                              eigen_cache: dict | None = None,
+                              solve_vectors: int | None = None) -> BipartitePartition:
     """Partition the rows of a bipartite graph by transfer cut.
 
     The ``n_clusters`` (or ``n_vectors``) leading eigenvectors of the normalised column-side
@@ -182,6 +183,10 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
         Shared by several partitions of the same ``B`` (the best mode's consensus cuts):
         an eigen step on every row that drew nothing from ``rng`` is kept there by its
         width and reused, so that the labels are those of solving it again.
+    solve_vectors : int, optional
+        With ``eigen_cache``: the eigenvectors the eigen step solves for (at least
+        ``n_vectors``; the embedding keeps the leading ``n_vectors``), so that cuts of
+        several widths share one eigenproblem, solved at the widest.
 
     Returns
     -------
@@ -212,17 +217,20 @@ def partition_bipartite_graph(B: sp.spmatrix, n_clusters: int, *, seed: int | No
     if kmeans_sample_size is not None and n_rows > kmeans_sample_size:
         among = sample if sample is not None and kmeans_sample_size < len(sample) else n_rows
         kmeans_sample = np.sort(rng.choice(among, kmeans_sample_size, replace=False))
-    key = (n_vectors, np.dtype(eigen_dtype).str)
-    if eigen_cache is not None and sample is None and key in eigen_cache:
+    cached = eigen_cache is not None and sample is None
+    solved = max(n_vectors, min(solve_vectors or 0, B.shape[1])) if cached else n_vectors
+    key = (solved, np.dtype(eigen_dtype).str)
+    if cached and key in eigen_cache:
         anchor_embedding = eigen_cache[key]
     else:
         drawn = rng.bit_generator.state
         with stage("eigen"):
             anchor_embedding = column_graph_eigenvectors(B if sample is None else B[sample],
-                                                         n_vectors, rng=rng, n_jobs=n_jobs,
+                                                         solved, rng=rng, n_jobs=n_jobs,
                                                          dense_dtype=eigen_dtype)
-        if eigen_cache is not None and sample is None and rng.bit_generator.state == drawn:
+        if cached and rng.bit_generator.state == drawn:
             eigen_cache[key] = anchor_embedding
+    anchor_embedding = np.ascontiguousarray(anchor_embedding[:, :n_vectors])
     with stage("kmeans"):
         embedding = _embed_rows(B, anchor_embedding, n_jobs)
         labels, centers = sampled_litekmeans(

@@ -140,6 +140,29 @@ def test_cuts_of_one_graph_share_an_eigen_step_only_when_it_draws_nothing():
     assert sampled == {}
 
 
+def test_cuts_of_several_widths_share_the_widest_eigen_step(monkeypatch):
+    from fastmice import _tcut
+    rng = np.random.default_rng(1)
+    B = sp.csr_matrix(rng.random((300, 40)) * (rng.random((300, 40)) < 0.2))
+    solved = []
+    solve = _tcut.column_graph_eigenvectors
+    monkeypatch.setattr(_tcut, "column_graph_eigenvectors",
+                        lambda B, k, **kw: solved.append(k) or solve(B, k, **kw))
+    cache: dict = {}
+    for width, seed in ((5, 0), (7, 1), (5, 2)):
+        cached = partition_bipartite_graph(B, 4, seed=seed, n_vectors=width, eigen_cache=cache,
+                                           solve_vectors=7)
+        cached_solves, solved[:] = list(solved), []
+        fresh = partition_bipartite_graph(B, 4, seed=seed, n_vectors=width)
+        assert cached.anchor_embedding.shape == (40, width)
+        # The leading vectors of a wider solve span the same space (signs may differ).
+        np.testing.assert_allclose(np.abs(cached.anchor_embedding),
+                                   np.abs(fresh.anchor_embedding), atol=1e-8)
+        np.testing.assert_array_equal(cached.labels_, fresh.labels_)
+        assert cached_solves == ([7] if seed == 0 else [])  # solved once, at the widest
+        solved.clear()
+
+
 def test_tcut_pads_when_fewer_columns_than_clusters():
     B = sp.csr_matrix(np.eye(4)[:, :2] + 0.01)
     assert len(set(partition_bipartite_graph(B, 3, seed=0).labels_)) == 3
