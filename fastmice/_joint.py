@@ -52,6 +52,9 @@ JOINT_MAX_ITER, JOINT_SAMPLED_ROUNDS = 30, 10
 #: streams every row once per centre: on all 20,000 rows at k = 400 it was 31 of the
 #: candidate's 55 CPU-s; on 3,072 rows the candidate lost 0.8 points at k = 400, on 8,192 0.2.
 JOINT_INIT_ROWS, JOINT_INIT_PER_CLUSTER = 8192, 20
+#: Joint rows with at least 1 / this share of their entries set are held dense (4 bytes an
+#: entry against CSR's 8 a set entry: at most 1.5x the memory).
+_DENSE_SHARE = 3
 #: Rows transformed and assigned at a time.
 _BLOCK_ROWS = 8192
 
@@ -254,10 +257,14 @@ def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray |
 
 
 def _joint_rows(space: JointSpace, Xs: Sequence, rows: np.ndarray, n_jobs: int):
-    """``space.transform(Xs, rows)`` by blocks of the rows in threads (row by row the same)."""
+    """``space.transform(Xs, rows)`` by blocks of the rows in threads (row by row the same):
+    CSR where a view is sparse, unless a third or more of its entries are set (dense views
+    beside a sparse one), where a dense array is no larger and its k-means rounds run on
+    BLAS."""
     if any(sp.issparse(X) for X in Xs):
-        return sp.vstack(map_blocks(lambda part: space.transform(Xs, rows[part]), len(rows),
-                                    n_jobs), format="csr")
+        Z = sp.vstack(map_blocks(lambda part: space.transform(Xs, rows[part]), len(rows),
+                                 n_jobs), format="csr")
+        return Z.toarray() if Z.nnz * _DENSE_SHARE >= Z.shape[0] * Z.shape[1] else Z
     return fill_blocks(np.empty((len(rows), sum(X.shape[1] for X in Xs)), dtype=np.float32),
                        lambda part: space.transform(Xs, rows[part]), n_jobs)
 

@@ -280,6 +280,28 @@ def test_the_joint_space_weighs_each_view_alike_whatever_its_scale():
         assert variance == pytest.approx(1.0, rel=1e-3)
 
 
+def test_dense_views_beside_a_sparse_one_are_clustered_as_dense_rows_with_the_same_labels(
+        monkeypatch):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(4), 100)
+    centres = 3 * rng.standard_normal((4, 30))
+    image = centres[y] + rng.standard_normal((400, 30))
+    text = sp.random(400, 60, density=0.1, random_state=0, format="csr")
+    space = _joint.fit_joint_space([image, text], ["euclidean", "cosine"])
+    rows = np.arange(400)
+    assert isinstance(_joint._joint_rows(space, [image, text], rows, 1), np.ndarray)
+    text_space = _joint.fit_joint_space([text], ["cosine"])
+    assert sp.issparse(_joint._joint_rows(text_space, [text], rows, 1))  # 10 % set
+    fit = functools.partial(_joint.joint_ensemble, [image, text], ["euclidean", "cosine"], 4,
+                            seed=0, n_members=3, member_k=(4, 8), feature_ratio=(0.2, 0.8))
+    dense = fit()
+    monkeypatch.setattr(_joint, "_DENSE_SHARE", 0)  # never dense: the CSR rows as before
+    as_csr = fit()
+    np.testing.assert_array_equal(dense.labels_, as_csr.labels_)
+    np.testing.assert_array_equal(dense.member_labels_, as_csr.member_labels_)
+    assert _nmi(y, dense.labels_) > 0.9
+
+
 def test_joint_part_round_trips_and_labels_new_samples_as_its_own(joint_members,
                                                                   make_blobs):
     Xs, _ = make_blobs(n_samples=600, n_clusters=4, seed=3)
