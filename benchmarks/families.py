@@ -36,12 +36,10 @@ view at ``s = 0`` (its merged pairs: 0.70) and 0.94-1.00 on the 4 views side by 
 * ``compositional``: 50 counts a row (rates as ``count``) over 16 to 128 features, each
   row divided by its sum (histograms: rows that sum to 1), float64.
 
-* ``relation``: a sparse keyword view (as ``sparse``, 1,000 features, redundant centres at
-  the point's signal) beside relation views (links between samples, e.g. papers citing or
-  sharing an author with papers: a sparse 0/1 adjacency of N columns with the diagonal
-  set); each relation view is a ``(degree, homophily)`` pair: every sample draws
-  Poisson(degree) links, each to a sample of its own cluster with probability
-  ``homophily``, else to any sample, and the links are made symmetric.
+* ``relation``: a keyword view (``sparse``, 1,000 features, redundant centres at the signal)
+  beside relation views (links between samples, as papers sharing an author: a symmetric
+  0/1 adjacency of N columns, diagonal set), each a ``(degree, homophily)``: a sample draws
+  Poisson(degree) links, each to its own cluster with probability ``homophily``, else anywhere.
 
 A **noise view** (``noise_view=True``) is one more view, at a seeded position among the
 others, drawn like a good view of the same kind but with a random centre per row (the
@@ -252,9 +250,8 @@ def _relation_views(p: FamilyPoint) -> tuple[list, np.ndarray]:
     rng = np.random.default_rng(p.seed)
     y = np.repeat(np.arange(p.n_clusters), cluster_sizes(p.n_samples, p.n_clusters, p.sizes))
     rng.shuffle(y)
-    d = 1000
-    centres = (0.4 + 0.6 * p.signal) * SEPARATION / math.sqrt(2 * d) * \
-        rng.standard_normal((p.n_clusters, d))
+    centres = (0.4 + 0.6 * p.signal) * SEPARATION / math.sqrt(2000) * \
+        rng.standard_normal((p.n_clusters, 1000))
     views = [_draw(rng, centres[y], "sparse")]
     members = [np.flatnonzero(y == c) for c in range(p.n_clusters)]
     for degree, homophily in p.relations:
@@ -264,10 +261,10 @@ def _relation_views(p: FamilyPoint) -> tuple[list, np.ndarray]:
         for c, in_c in enumerate(members):
             pick = own & (y[rows] == c)
             columns[pick] = in_c[rng.integers(0, in_c.size, pick.sum())]
-        links = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, columns)),
-                              shape=(p.n_samples, p.n_samples))
-        links = ((links + links.T) > 0).astype(np.float32)
-        views.append(sp.csr_matrix(links + sp.eye(p.n_samples, dtype=np.float32)))
+        links = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, columns)), shape=(
+            p.n_samples, p.n_samples))
+        views.append(sp.csr_matrix(((links + links.T) > 0).astype(np.float32)
+                                   + sp.eye(p.n_samples, dtype=np.float32)))
     return views, y
 
 
@@ -369,8 +366,7 @@ FRESH_SMALL_POINTS_2: list[FamilyPoint] = [
     point(900, 30, 3, 0.25, False, sizes="skewed", seed=3123),
 ]
 
-#: A keyword view beside relation views (the kind of a 3-class set of papers where the best
-#: mode fell below the paper mode). The design part: explored and chosen on.
+#: A keyword view beside relation views (a hidden 3-class set of papers' kind); chosen on.
 RELATION_DESIGN_POINTS = [
     relation_point(n, k, s, links, sizes, seed=500 + i) for i, (n, k, s, links, sizes) in
     enumerate(((3000, 3, 0.25, ((2, 0.7), (60, 0.4)), "balanced"),
