@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-KINDS = ("dense", "sparse", "count", "compositional", "relation")
+KINDS = ("dense", "sparse", "count", "compositional")  # and "relation": relation_point
 SIZES = ("balanced", "skewed")
 SEPARATION = 6.0  # expected distance between two cluster centres, in noise sd
 # how sharply the count-like kinds' feature rates follow the centres, and counts per row
@@ -169,7 +169,7 @@ def _entropy(counts: np.ndarray) -> float:
 
 
 def _check(p: FamilyPoint) -> None:
-    if p.kind not in KINDS or p.sizes not in SIZES:
+    if p.kind not in (*KINDS, "relation") or p.sizes not in SIZES:
         raise ValueError(f"point {p.name}: kind must be one of {KINDS}, sizes one of {SIZES}")
     if not 0.0 <= p.signal <= 1.0:
         raise ValueError(f"point {p.name}: signal {p.signal} must be in [0, 1]")

@@ -59,6 +59,24 @@ def test_kinds_are_what_they_declare():
                 assert len(np.unique(X[:, 0])) > 5  # rows of histograms, not constants
 
 
+def test_relation_views_are_symmetric_links_as_homophilous_as_declared():
+    p = families.relation_point(1200, 4, 0.25, ((3, 0.8), (40, 0.3)), seed=5)
+    Xs, y = families.make_point(p)
+    again, _ = families.make_point(p)
+    assert all(map(_same, Xs, again)) and p.n_views == len(Xs) == 3
+    assert Xs[0].shape == (1200, 1000) and sp.isspmatrix_csr(Xs[0])
+    for X, (degree, homophily) in zip(Xs[1:], p.relations, strict=True):
+        assert X.shape == (1200, 1200) and (X != X.T).nnz == 0 and np.all(X.diagonal() >= 1)
+        off_diagonal = X.tolil()
+        off_diagonal.setdiag(0)
+        rows, columns = off_diagonal.tocsr().nonzero()
+        # Links go both ways: about 2 x degree a row, a share of them within the cluster
+        # of homophily + (1 - homophily) / k (the rest land anywhere).
+        assert 1.6 * degree < rows.size / 1200 < 2.2 * degree
+        expected = homophily + (1 - homophily) / 4
+        assert abs(np.mean(y[rows] == y[columns]) - expected) < 0.05
+
+
 def test_skewed_sizes_are_100_to_1_and_balanced_differ_by_one():
     _, y = families.make_point(families.point(5000, 10, 2, 0.5, sizes="skewed", seed=3))
     counts = np.bincount(y)
@@ -132,6 +150,8 @@ def test_point_lists_cover_the_sweep_and_the_confirmation_is_apart():
     assert min(p.n_views for p in design) == 2 and max(p.n_views for p in design) == 10
     assert not {p.seed for p in design} & {p.seed for p in confirmation}
     assert not {p.signal for p in design} & {p.signal for p in confirmation}
+    relation = families.RELATION_DESIGN_POINTS + families.RELATION_CONFIRMATION_POINTS
+    assert len({p.name for p in relation}) == len({p.seed for p in relation}) == 16
 
 
 def test_sweep_concatenates_views_as_they_are_and_counts_points_below():
