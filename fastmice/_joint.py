@@ -52,8 +52,7 @@ JOINT_MAX_ITER, JOINT_SAMPLED_ROUNDS = 30, 10
 #: streams every row once per centre: on all 20,000 rows at k = 400 it was 31 of the
 #: candidate's 55 CPU-s; on 3,072 rows the candidate lost 0.8 points at k = 400, on 8,192 0.2.
 JOINT_INIT_ROWS, JOINT_INIT_PER_CLUSTER = 8192, 20
-#: Joint rows with at least 1 / this share of their entries set are held dense (4 bytes an
-#: entry against CSR's 8 a set entry: at most 1.5x the memory).
+#: Joint rows with 1 / this of their entries set or more are held dense (at most 1.5x CSR).
 _DENSE_SHARE = 3
 #: Rows transformed and assigned at a time.
 _BLOCK_ROWS = 8192
@@ -258,9 +257,8 @@ def _nearest_centres(Xs: Sequence, space: JointSpace, columns: list[np.ndarray |
 
 def _joint_rows(space: JointSpace, Xs: Sequence, rows: np.ndarray, n_jobs: int):
     """``space.transform(Xs, rows)`` by blocks of the rows in threads (row by row the same):
-    CSR where a view is sparse, unless a third or more of its entries are set (dense views
-    beside a sparse one), where a dense array is no larger and its k-means rounds run on
-    BLAS."""
+    CSR where a view is sparse, unless dense views beside it fill the rows (:data:`_DENSE_SHARE`:
+    k-means rounds on BLAS)."""
     if any(sp.issparse(X) for X in Xs):
         Z = sp.vstack(map_blocks(lambda part: space.transform(Xs, rows[part]), len(rows),
                                  n_jobs), format="csr")
