@@ -366,33 +366,8 @@ FRESH_SMALL_POINTS_2: list[FamilyPoint] = [
     point(900, 30, 3, 0.25, False, sizes="skewed", seed=3123),
 ]
 
-#: A keyword view beside relation views (a hidden 3-class set of papers' kind); chosen on.
-RELATION_DESIGN_POINTS = [
-    relation_point(n, k, s, links, sizes, seed=500 + i) for i, (n, k, s, links, sizes) in
-    enumerate(((3000, 3, 0.25, ((2, 0.7), (60, 0.4)), "balanced"),
-               (3000, 3, 0.0, ((3, 0.6), (80, 0.38)), "skewed"),
-               (2000, 4, 0.25, ((3, 0.5), (40, 0.35)), "balanced"),
-               (2000, 5, 0.5, ((2, 0.8), (60, 0.3)), "skewed"),
-               (1500, 3, 0.0, ((4, 0.5),), "balanced"),
-               (2500, 6, 0.25, ((3, 0.6), (50, 0.25)), "balanced"),
-               (3000, 4, 0.125, ((2, 0.9), (100, 0.33)), "skewed"),
-               (1200, 8, 0.25, ((5, 0.5), (30, 0.3)), "balanced")))]
-#: Written down before any choice made on the design part was run on them.
-RELATION_CONFIRMATION_POINTS = [
-    relation_point(n, k, s, links, sizes, seed=600 + i) for i, (n, k, s, links, sizes) in
-    enumerate(((2500, 3, 0.125, ((3, 0.7), (70, 0.36)), "skewed"),
-               (3000, 5, 0.25, ((2, 0.85), (50, 0.3)), "balanced"),
-               (1800, 4, 0.0, ((5, 0.6), (40, 0.4)), "skewed"),
-               (2200, 6, 0.375, ((2, 0.7), (80, 0.3)), "skewed"),
-               (1000, 3, 0.25, ((6, 0.45),), "balanced"),
-               (3000, 3, 0.0, ((4, 0.8), (120, 0.36)), "balanced"),
-               (2000, 8, 0.125, ((3, 0.6), (40, 0.2)), "skewed"),
-               (1500, 5, 0.25, ((4, 0.5), (25, 0.35)), "balanced")))]
-
 PARTS = {"design": DESIGN_POINTS, "confirmation": CONFIRMATION_POINTS,
-         "fresh-small": FRESH_SMALL_POINTS, "fresh-small-2": FRESH_SMALL_POINTS_2,
-         "relation-design": RELATION_DESIGN_POINTS,
-         "relation-confirmation": RELATION_CONFIRMATION_POINTS}
+         "fresh-small": FRESH_SMALL_POINTS, "fresh-small-2": FRESH_SMALL_POINTS_2}
 
 
 if __name__ == "__main__":

@@ -35,7 +35,11 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from families import PARTS, FamilyPoint, make_point
+from families import PARTS as FAMILY_PARTS
+from families import FamilyPoint, make_point
+from relations import PARTS as RELATION_PARTS
+
+PARTS = FAMILY_PARTS | RELATION_PARTS
 
 METHODS = ("paper", "best", "concat-kmeans", "concat-spectral")
 SPECTRAL_MAX_SAMPLES = 3000  # the dense N x N spectral clustering up to here

@@ -150,8 +150,9 @@ def test_point_lists_cover_the_sweep_and_the_confirmation_is_apart():
     assert min(p.n_views for p in design) == 2 and max(p.n_views for p in design) == 10
     assert not {p.seed for p in design} & {p.seed for p in confirmation}
     assert not {p.signal for p in design} & {p.signal for p in confirmation}
-    relation = families.RELATION_DESIGN_POINTS + families.RELATION_CONFIRMATION_POINTS
-    assert len({p.name for p in relation}) == len({p.seed for p in relation}) == 16
+    relation = [p for part in load_benchmark("relations").PARTS.values() for p in part]
+    assert len({p.name for p in relation}) == len({p.seed for p in relation}) == 24
+    assert {p.kind for p in relation} == {"relation"}
 
 
 def test_sweep_concatenates_views_as_they_are_and_counts_points_below():
