@@ -58,8 +58,8 @@ def parse_config(text: str) -> tuple[str, _best.BestChoices]:
             values[name] = None
         elif isinstance(current, bool):
             values[name] = value == "True"
-        elif current is None:  # max_samples: a number of samples
-            values[name] = int(value)
+        elif current is None:  # max_samples: a number of samples; narrow_cuts: a margin
+            values[name] = float(value) if "." in value else int(value)
         else:
             values[name] = type(current)(value)
     return mode, dataclasses.replace(_best.BestChoices(), **values)

@@ -33,12 +33,11 @@ kept because it helped across the shared benchmarks (docs/quality.md, "The best 
   clusters each base clustering is nearly a whole answer and the consensus a mere vote.
 * **Wider consensus embeddings.** The consensus Tcut clusters the rows on more leading
   eigenvectors than its k (the first of which is constant): ``k + 1`` and ``ceil(1.5 k)``,
-  each in its own replicates. With k of them, a split that every base clustering makes
-  (a class in two stable halves) takes a direction that a pair of classes most base
-  clusterings separate then lacks, and the k-means merges that pair; the k-means on the
-  wider embeddings still looks for k clusters (spectral clustering with more eigenvectors
-  than clusters). Which width suits the data is not known in advance: the replicates'
-  agreement below chooses.
+  then Tcut's own k, each in its own replicates (one eigenproblem, solved at the widest).
+  With k of them, a split that every base clustering makes (a class in two stable halves)
+  takes a direction that a pair of classes most base clusterings separate then lacks, and
+  the k-means merges that pair; with more, a tiny cluster of a skewed set may take one.
+  Which width suits the data is not known in advance: the replicates' agreement chooses.
 * **Several consensus replicates.** The consensus is cut :data:`BestChoices.replicates`
   times per embedding width (each cut on its own random stream) and the cut that agrees
   best with the weighted base clusterings (average NMI, the clustering-ensemble objective)
@@ -118,6 +117,9 @@ class BestChoices:
     replicates : int
         Consensus cuts per embedding width, the best by average NMI with the base
         clusterings kept.
+    narrow_cuts : float or None
+        ``replicates`` more cuts of Tcut's width k after the wider ones, kept where one agrees
+        better than all of those by more than this (NMI; None: no such cuts).
     kmeans_plusplus_min_samples : int or None
         Above this many samples (and where the cuts are heavy) the consensus k-means starts
         once from k-means++ rows of its sample, not the best of ``n_init`` random ones.
@@ -181,6 +183,7 @@ class BestChoices:
     consensus_vectors: float = 1.5
     wide_max_samples: int = 20_000
     replicates: int = 3
+    narrow_cuts: float | None = 0.01
     kmeans_plusplus_min_samples: int | None = 20_000
     replicates_max_samples: int = 100_000
     cuts_max_work: int = 500_000_000
@@ -233,25 +236,22 @@ def consensus_widths(n_clusters: int, n_samples: int) -> list[int]:
         return [n_clusters]
     wanted = [n_clusters + CHOICES.extra_vectors,
               math.ceil(max(1.0, CHOICES.consensus_vectors) * n_clusters - 1e-9)]
-    widths = []
-    for width in wanted:
-        width = max(n_clusters, min(width, n_samples))
-        if width not in widths:
-            widths.append(width)
-    return widths
+    return list(dict.fromkeys(max(n_clusters, min(width, n_samples)) for width in wanted))
 
 
 def consensus_cuts(n_clusters: int, n_samples: int) -> tuple[list[int], str]:
     """The best mode's consensus cuts on data of ``n_samples`` rows: the embedding width of
-    each cut, in order (:func:`consensus_widths`, taking turns, ``replicates`` times each; one
-    cut above ``replicates_max_samples``), and how their k-means start (``"k-means++"``
-    above ``kmeans_plusplus_min_samples`` or where the cuts are heavy, else ``"random"``)."""
+    each cut, in order (:func:`consensus_widths`, taking turns, ``replicates`` times each,
+    then as many of width k; one cut above ``replicates_max_samples``), and how their k-means
+    start (``"k-means++"`` above ``kmeans_plusplus_min_samples`` or where the cuts are
+    heavy, else ``"random"``)."""
     widths, heavy = consensus_widths(n_clusters, n_samples), heavy_cuts(n_clusters, n_samples)
     replicates = 1 if n_samples > CHOICES.replicates_max_samples or heavy else \
         max(1, CHOICES.replicates)
     plusplus = CHOICES.kmeans_plusplus_min_samples
     start = "k-means++" if heavy or (plusplus is not None and n_samples > plusplus) else "random"
-    return widths * replicates, start
+    narrow = CHOICES.narrow_cuts is not None and n_clusters not in widths
+    return widths * replicates + [n_clusters] * (replicates * narrow), start
 
 
 def empty_rows(X) -> np.ndarray:

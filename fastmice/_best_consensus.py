@@ -47,7 +47,7 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     if kmeans_init == "k-means++":
         # One start per cut: k-means++ costs k times a random start, and its starts spread.
         n_init = 1
-    best, best_score = None, -np.inf
+    best, best_score, wide_score = None, -np.inf, -np.inf
     eigen_cache: dict = {}  # every cut's embedding: the leading vectors of one eigenproblem
     for cut, width in enumerate(widths):  # each cut on its own stream
         stream = (CONSENSUS_STREAM,) if cut == 0 else (CONSENSUS_STREAM, cut)
@@ -58,6 +58,10 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
             eigen_cache=eigen_cache, solve_vectors=max(widths))
         score = _best.weighted_agreement(partition.labels_, base_labels, weights, n_jobs) \
             if len(widths) > 1 else 0.0
+        if width >= widths[0]:
+            wide_score = max(wide_score, score)
+        elif score <= wide_score + choices.narrow_cuts:  # a narrow cut (after the wider ones)
+            continue
         if score > best_score:
             best, best_score = partition, score
     return best, offsets, n_base_clusters, used_columns, weights
