@@ -25,7 +25,7 @@ from fastmice._gram import (
 )
 from fastmice._kmeans import _centers, litekmeans
 from fastmice._parallel import map_threads, team_size
-from fastmice._rows import MatrixRows, row_sq_norms
+from fastmice._rows import MatrixRows, row_sq_norms, stable_order
 
 __all__ = ["AnchorIndex", "draw_candidates", "fit_anchor_index", "search_nearest_anchors"]
 
@@ -249,7 +249,7 @@ def search_nearest_anchors(X, index: AnchorIndex, n_neighbors: int,
     if n_samples * len(index.anchors) <= ONE_PRODUCT_MAX and (
             sp.issparse(X) or n_samples <= ONE_PRODUCT_ROWS_PER_REP * len(index.rep_centers)):
         return _search_in_one_product(X, x_sq, index, nearest_rep, n_neighbors)
-    order = np.argsort(nearest_rep, kind="stable")
+    order = stable_order(nearest_rep, len(index.rep_centers))
     bounds = np.searchsorted(nearest_rep[order], np.arange(len(index.rep_centers) + 1))
     indices = np.empty((n_samples, n_neighbors), dtype=np.int64)
     distances = np.empty((n_samples, n_neighbors), dtype=np.float64)
@@ -312,7 +312,7 @@ def _search_rep(X, x_sq: np.ndarray | None, index: AnchorIndex, rep: int,
     """
     members, anchors, sq_norms = index.rep_members[rep]
     nearest = np.argmin(_distances(X, anchors, index.cosine, x_sq, sq_norms), axis=1)
-    order = np.argsort(nearest, kind="stable")
+    order = stable_order(nearest, len(anchors))
     X_sorted, nearest = X[order], nearest[order]  # nearest: position among the members
     candidates = index.neighborhoods[members[nearest]]
     few_rows = not many_blocks and len(order) < _FEW_ROWS_PER_MEMBER * len(members)

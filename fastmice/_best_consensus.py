@@ -6,10 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from fastmice import _best
+from fastmice._parallel import map_threads
 from fastmice._specs import CONSENSUS_STREAM, group_rng
 from fastmice._tcut import partition_bipartite_graph
 
 __all__ = ["best_consensus"]
+
+#: Rows x clusters below which the consensus cuts run side by side, each on one thread.
+CUTS_THREADED_WORK = 1_000_000
 
 
 def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter: int,
@@ -47,17 +51,27 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     if kmeans_init == "k-means++":
         # One start per cut: k-means++ costs k times a random start, and its starts spread.
         n_init = 1
-    best, best_score, wide_score = None, -np.inf, -np.inf
     eigen_cache: dict = {}  # every cut's embedding: the leading vectors of one eigenproblem
-    for cut, width in enumerate(widths):  # each cut on its own stream
-        stream = (CONSENSUS_STREAM,) if cut == 0 else (CONSENSUS_STREAM, cut)
+    small = base_labels.shape[0] * n_clusters < CUTS_THREADED_WORK
+    inner_jobs = 1 if small else n_jobs
+
+    def cut(index: int) -> tuple:  # each cut on its own stream
+        stream = (CONSENSUS_STREAM,) if index == 0 else (CONSENSUS_STREAM, index)
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
-            n_jobs=n_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
-            full_rounds=full_rounds, n_vectors=width, kmeans_init=kmeans_init,
+            n_jobs=inner_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
+            full_rounds=full_rounds, n_vectors=widths[index], kmeans_init=kmeans_init,
             eigen_cache=eigen_cache, solve_vectors=max(widths))
-        score = _best.weighted_agreement(partition.labels_, base_labels, weights, n_jobs) \
+        score = _best.weighted_agreement(partition.labels_, base_labels, weights, inner_jobs) \
             if len(widths) > 1 else 0.0
+        return partition, score
+
+    # The first cut alone fills the eigen cache; the others then run side by side where the
+    # rows are few (a cut's row blocks are too short for threads to pay), else one by one
+    # with every thread on each.
+    cuts = [cut(0), *map_threads(cut, range(1, len(widths)), n_jobs if small else 1)]
+    best, best_score, wide_score = None, -np.inf, -np.inf
+    for width, (partition, score) in zip(widths, cuts, strict=True):
         if width >= widths[0]:
             wide_score = max(wide_score, score)
         elif score <= wide_score + choices.narrow_cuts:  # a narrow cut (after the wider ones)

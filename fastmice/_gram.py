@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastmice._kmeans import _centers, _repair_labels
-from fastmice._rows import MatrixRows
+from fastmice._rows import MatrixRows, stable_order
 
 __all__ = ["anchors_by_gram", "few_enough_for_kernel_form", "gram_distances",
            "gram_litekmeans", "gram_pays", "mean_operator"]
@@ -95,7 +95,7 @@ def mean_operator(labels: np.ndarray, counts: np.ndarray) -> np.ndarray | sp.csr
         operator = np.zeros((len(counts), len(labels)))
         operator[labels, np.arange(len(labels))] = weights
         return operator
-    order = np.argsort(labels, kind="stable")
+    order = stable_order(labels, len(counts))
     indptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     return sp.csr_matrix((weights[order], order, indptr),

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from fastmice._parallel import BLOCK_ROWS, by_column_parts, map_blocks
 
-__all__ = ["MatrixRows", "Rows", "TransferRows", "row_sq_norms"]
+__all__ = ["MatrixRows", "Rows", "TransferRows", "row_sq_norms", "stable_order"]
 
 #: Most columns for which TransferRows forms U U^T to get its row norms.
 _GRAM_MAX = 4096
@@ -40,6 +40,15 @@ _DENSE_SUMS_MAX = 2**24
 _SUMS_ENTRIES = 2**20
 #: Rows of U a piece of ``U @ M`` covers (U has a row per column of the graph: ~10^4).
 _TIMES_ROWS = 512
+
+
+def stable_order(labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """``np.argsort(labels, kind="stable")`` of labels in ``0..n_labels-1``: the rows by
+    label, in row order within each; on 16-bit labels where they fit (numpy sorts those by
+    radix, five times faster on a few thousand rows)."""
+    if n_labels <= np.iinfo(np.uint16).max + 1:
+        labels = labels.astype(np.uint16)
+    return np.argsort(labels, kind="stable")
 
 
 def row_sq_norms(X) -> np.ndarray:
@@ -131,7 +140,7 @@ class MatrixRows:
         indptr = np.zeros(n_clusters + 1, dtype=np.int64)
         np.cumsum(np.bincount(labels, minlength=n_clusters), out=indptr[1:])
         indicator = sp.csr_matrix(
-            (np.ones(self.n_rows, dtype=X.dtype), np.argsort(labels, kind="stable"), indptr),
+            (np.ones(self.n_rows, dtype=X.dtype), stable_order(labels, n_clusters), indptr),
             shape=(n_clusters, self.n_rows))
         # By parts of the columns in threads: every entry is the same sum in the same order.
         return by_column_parts(lambda part: np.asarray(indicator @ X[:, part]), X.shape[1],
