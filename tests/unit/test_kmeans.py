@@ -3,6 +3,7 @@ import pytest
 import scipy.sparse as sp
 
 from fastmice._kmeans import litekmeans
+from fastmice._rows import stable_order
 
 
 def test_two_obvious_clusters_hand_checked():
@@ -107,3 +108,11 @@ def test_kmeans_plusplus_indices_are_scikit_learns_whatever_the_threads(sparse):
     _, expected = kmeans_plusplus(X, 30, random_state=11)
     for n_jobs in (1, 2, 4):
         np.testing.assert_array_equal(kmeans_plusplus_indices(X, 30, 11, n_jobs), expected)
+
+
+@pytest.mark.parametrize("n_labels", [1, 7, 2**16, 2**16 + 1, 100_000])
+def test_stable_order_is_the_stable_argsort(n_labels):
+    labels = np.random.default_rng(n_labels).integers(0, n_labels, 5000)
+    labels[:3] = n_labels - 1  # the largest label, where 16 bits must still hold it
+    np.testing.assert_array_equal(stable_order(labels, n_labels),
+                                  np.argsort(labels, kind="stable"))
