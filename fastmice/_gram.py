@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from fastmice._kmeans import _centers, _repair_labels
-from fastmice._rows import MatrixRows, stable_order
+from fastmice._kmeans import _centers
+from fastmice._rows import MatrixRows, repair_labels, stable_order
 
 __all__ = ["anchors_by_gram", "few_enough_for_kernel_form", "gram_distances",
            "gram_litekmeans", "gram_pays", "mean_operator"]
@@ -146,7 +146,7 @@ def gram_litekmeans(gram: np.ndarray, n_clusters: int, *, cosine: bool, max_iter
             scores = center_sq[None, :] - 2 * products
             labels = np.argmin(scores, axis=1)
             val = scores[everyone, labels]
-        labels = _repair_labels(labels, val if cosine else -(val + sq_norms), n_clusters)
+        labels = repair_labels(labels, val if cosine else -(val + sq_norms), n_clusters)
         counts = np.bincount(labels, minlength=n_clusters)
         means = mean_operator(labels, counts)
         counts = np.maximum(counts, 1)  # a cluster the repair emptied again: a zero centre

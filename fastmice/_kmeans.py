@@ -19,13 +19,18 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from fastmice._lloyd_batch import batched_rounds
 from fastmice._parallel import map_blocks, map_threads
-from fastmice._rows import MatrixRows, Rows, TransferRows
+from fastmice._rows import MatrixRows, Rows, TransferRows, repair_labels
 
 __all__ = ["kmeans_plusplus_indices", "litekmeans", "lloyd_rounds", "sampled_litekmeans"]
 
-#: n_samples * n_clusters from which replicates run in threads (below it, threads cost more).
+#: n_samples * n_clusters from which replicates run in threads (below it, threads cost more
+#: and the replicates of dense rows run side by side in one thread instead).
 _PARALLEL_WORK = 1_000_000
+#: Most rows x clusters x replicates whose products are held at once when the replicates
+#: run side by side (2**22 float64: 32 MiB).
+_BATCH_PRODUCTS = 2**22
 
 
 def _centers(rows: Rows, labels: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -42,18 +47,7 @@ def _centers(rows: Rows, labels: np.ndarray, n_clusters: int) -> np.ndarray:
 def _repair(rows: Rows, labels: np.ndarray, val: np.ndarray, n_clusters: int) -> np.ndarray:
     """Move the worst-fitted rows into empty clusters, one each (litekmeans' repair)."""
     # Worst-fitted points first: largest squared distance, or smallest similarity.
-    return _repair_labels(labels, val if rows.cosine else -(val + rows.sq_norms), n_clusters)
-
-
-def _repair_labels(labels: np.ndarray, badness: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Move the rows with the lowest ``badness`` into empty clusters, one each."""
-    present = np.bincount(labels, minlength=n_clusters) > 0
-    if present.all():
-        return labels
-    missing = np.flatnonzero(~present)
-    labels = labels.copy()
-    labels[np.argsort(badness, kind="stable")[: missing.size]] = missing
-    return labels
+    return repair_labels(labels, val if rows.cosine else -(val + rows.sq_norms), n_clusters)
 
 
 def _single_run(rows: Rows, n_clusters: int, max_iter: int,
@@ -222,13 +216,30 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
         return _sum_of_distances(rows, labels, centers), labels, centers
 
     large = rows.n_rows * n_clusters >= _PARALLEL_WORK
-    workers = min(n_init, n_jobs or os.cpu_count() or 1) if large else 1
-    runs = map_threads(replicate, inits, workers)
+    if not large and isinstance(rows, MatrixRows) and not sp.issparse(rows.X):
+        runs = _batched_replicates(rows, inits, max_iter)
+    else:
+        workers = min(n_init, n_jobs or os.cpu_count() or 1) if large else 1
+        runs = map_threads(replicate, inits, workers)
     best = runs[0]
     for run in runs[1:]:  # the first of equal totals wins, as in a sequential loop
         if run[0] < best[0]:
             best = run
     return best[1], best[2]
+
+
+def _batched_replicates(rows: MatrixRows, inits: list[np.ndarray], max_iter: int
+                        ) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Each replicate's (sum of distances, labels, centres), the replicates' rounds side by
+    side (:func:`fastmice._lloyd_batch.batched_rounds`), as many at once as keep their
+    products within :data:`_BATCH_PRODUCTS` entries."""
+    at_once = max(1, _BATCH_PRODUCTS // (rows.n_rows * len(inits[0])))
+    runs = []
+    for first in range(0, len(inits), at_once):
+        for labels, centers in batched_rounds(rows.X, inits[first:first + at_once], max_iter,
+                                              rows.cosine):
+            runs.append((_sum_of_distances(rows, labels, centers), labels, centers))
+    return runs
 
 
 def sampled_litekmeans(X, n_clusters: int, *, sample: np.ndarray | None,

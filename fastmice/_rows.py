@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from fastmice._parallel import BLOCK_ROWS, by_column_parts, map_blocks
 
-__all__ = ["MatrixRows", "Rows", "TransferRows", "row_sq_norms", "stable_order"]
+__all__ = ["MatrixRows", "Rows", "TransferRows", "repair_labels", "row_sq_norms", "stable_order"]
 
 #: Most columns for which TransferRows forms U U^T to get its row norms.
 _GRAM_MAX = 4096
@@ -49,6 +49,17 @@ def stable_order(labels: np.ndarray, n_labels: int) -> np.ndarray:
     if n_labels <= np.iinfo(np.uint16).max + 1:
         labels = labels.astype(np.uint16)
     return np.argsort(labels, kind="stable")
+
+
+def repair_labels(labels: np.ndarray, badness: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Move the rows with the lowest ``badness`` into empty clusters, one each."""
+    present = np.bincount(labels, minlength=n_clusters) > 0
+    if present.all():
+        return labels
+    missing = np.flatnonzero(~present)
+    labels = labels.copy()
+    labels[np.argsort(badness, kind="stable")[: missing.size]] = missing
+    return labels
 
 
 def row_sq_norms(X) -> np.ndarray:
