@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fastmice._kmeans import litekmeans
-from fastmice._rows import stable_order
+from fastmice._kmeans import litekmeans, lloyd_rounds
+from fastmice._lloyd_batch import batched_rounds
+from fastmice._rows import MatrixRows, stable_order
 
 
 def test_two_obvious_clusters_hand_checked():
@@ -116,3 +117,23 @@ def test_stable_order_is_the_stable_argsort(n_labels):
     labels[:3] = n_labels - 1  # the largest label, where 16 bits must still hold it
     np.testing.assert_array_equal(stable_order(labels, n_labels),
                                   np.argsort(labels, kind="stable"))
+
+
+@pytest.mark.parametrize("cosine", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_replicates_side_by_side_are_each_replicate_alone(cosine, dtype):
+    # Starts that stop at different rounds, and duplicate rows that leave clusters empty.
+    rng = np.random.default_rng(3)
+    blobs = 6 * rng.standard_normal((12, 7))
+    X = (rng.standard_normal((2500, 7)) + blobs[rng.integers(0, 12, 2500)]).astype(dtype)
+    X[:400] = X[0]  # starts that stop after 8 to 15 rounds, and empty clusters repaired
+    if cosine:
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+    rows = MatrixRows(X, cosine)
+    inits = [np.sort(rng.choice(len(X), 12, replace=False)) for _ in range(6)]
+    alone = [lloyd_rounds(rows, rows.take(start), 15) for start in inits]
+    together = batched_rounds(X, inits, 15, cosine)
+    for (labels_a, centers_a), (labels_t, centers_t) in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(labels_t, labels_a)
+        np.testing.assert_array_equal(centers_t, centers_a)
+        assert centers_t.dtype == dtype and len(np.unique(labels_t)) == 12
