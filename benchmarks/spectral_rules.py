@@ -47,8 +47,8 @@ from sklearn.metrics import normalized_mutual_info_score
 from fastmice import FastMICE, _best
 from fastmice._auto_k_graph import neighbour_graph
 from fastmice._best import weighted_agreement
-from fastmice._joint import _kmeans
 from fastmice._joint_consensus import heldout_prefers_joint
+from fastmice._joint_kmeans import joint_kmeans
 
 MAX_SAMPLES = 2000
 
@@ -64,7 +64,7 @@ def spectral(Z, k: int, seed: int, n_init: int = 10) -> np.ndarray:
     _, vectors = scipy.linalg.eigh(W, subset_by_index=[n - k, n - 1], driver="evr")
     U = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     seeds = list(range(seed * 100, seed * 100 + n_init))
-    return _kmeans(U.astype(np.float32), k, seeds, 1, 30)[1]
+    return joint_kmeans(U.astype(np.float32), k, seeds, 1, 30)[1]
 
 
 def sets(part: str):

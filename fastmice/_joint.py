@@ -25,9 +25,8 @@ import scipy.sparse as sp
 
 from fastmice._best import heavy_cuts
 from fastmice._blas import on_one_blas_thread
-from fastmice._kmeans import kmeans_plusplus_indices, lloyd_rounds
+from fastmice._joint_kmeans import joint_kmeans
 from fastmice._parallel import fill_blocks, map_blocks, map_threads
-from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
@@ -46,12 +45,6 @@ JOINT_N_INIT = 3
 #: sample x features x k (at 100,000 x 2,672 features, k = 400: 30 rounds were 91 CPU-s,
 #: 2.5x the paper mode's fit with the rest of the best mode).
 JOINT_MAX_ITER, JOINT_SAMPLED_ROUNDS = 30, 10
-#: Rows the k-means++ start of a short run (one start, :data:`JOINT_SAMPLED_ROUNDS` rounds)
-#: chooses from: a uniform subsample of at least this many and :data:`JOINT_INIT_PER_CLUSTER`
-#: a cluster (as scikit-learn's ``MiniBatchKMeans`` starts on ``init_size`` rows). k-means++
-#: streams every row once per centre: on all 20,000 rows at k = 400 it was 31 of the
-#: candidate's 55 CPU-s; on 3,072 rows the candidate lost 0.8 points at k = 400, on 8,192 0.2.
-JOINT_INIT_ROWS, JOINT_INIT_PER_CLUSTER = 8192, 20
 #: Joint rows with 1 / this of their entries set or more are held dense (at most 1.5x CSR).
 _DENSE_SHARE = 3
 #: Rows transformed and assigned at a time.
@@ -267,59 +260,6 @@ def _joint_rows(space: JointSpace, Xs: Sequence, rows: np.ndarray, n_jobs: int):
                        lambda part: space.transform(Xs, rows[part]), n_jobs)
 
 
-def _inertia(Z, labels: np.ndarray, centers: np.ndarray, n_jobs: int = 1) -> float:
-    center_squares = np.einsum("ij,ij->i", centers, centers)
-
-    def block(rows: slice) -> np.ndarray:  # each row's squared distance to its centre
-        part, assigned_centers = Z[rows], centers[labels[rows]]
-        row_sq = (np.asarray(part.multiply(part).sum(axis=1)).ravel() if sp.issparse(part)
-                  else np.einsum("ij,ij->i", part, part, dtype=np.float64))
-        assigned = np.asarray(part.multiply(assigned_centers).sum(axis=1)).ravel() \
-            if sp.issparse(part) else np.einsum("ij,ij->i", part, assigned_centers,
-                                                dtype=np.float64)
-        return np.maximum(row_sq + center_squares[labels[rows]] - 2 * assigned, 0)
-
-    return float(np.sum(np.concatenate(map_blocks(block, Z.shape[0], n_jobs))))
-
-
-def _start_rows(n_rows: int, n_clusters: int, seed: int, subsample: bool) -> np.ndarray:
-    """Rows a k-means++ start chooses from: every row, or (``subsample``) a uniform sample of
-    :data:`JOINT_INIT_ROWS` (at least :data:`JOINT_INIT_PER_CLUSTER` a cluster) drawn from
-    ``seed``, in row order."""
-    size = max(JOINT_INIT_ROWS, JOINT_INIT_PER_CLUSTER * n_clusters)
-    if not subsample or size >= n_rows:
-        return np.arange(n_rows)
-    return np.sort(np.random.default_rng(seed).choice(n_rows, size, replace=False))
-
-
-def _kmeans(Z, n_clusters: int, seeds: list[int], n_jobs: int, max_iter: int,
-            subsample_start: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
-    """Lloyd's rounds from k-means++ starts (one per seed, run one after the other; each
-    assignment over row blocks in ``n_jobs`` threads), the lowest inertia kept (the first of
-    equal ones). ``subsample_start``: each start chosen among :func:`_start_rows`."""
-    def float64_rows(part):  # scikit-learn's k-means++ upcasts float32 in small chunks
-        if sp.issparse(part):
-            return part.astype(np.float64)
-        return fill_blocks(np.empty(part.shape, dtype=np.float64),  # by row blocks in threads
-                           lambda rows: part[rows], n_jobs)
-
-    every_row = None if subsample_start else float64_rows(Z)
-    best = None
-    for seed in seeds:
-        start = _start_rows(Z.shape[0], n_clusters, seed, subsample_start)
-        Z64 = every_row if every_row is not None else float64_rows(Z[start])
-        first = Z64[kmeans_plusplus_indices(Z64, n_clusters, seed, n_jobs)]
-        first = first.toarray() if sp.issparse(first) else first
-        labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=n_jobs),
-                                       np.asarray(first, dtype=np.float32), max_iter,
-                                       metric="sqeuclidean")
-        run = (_inertia(Z, labels, centers, n_jobs), labels,
-               np.asarray(centers, dtype=np.float32))
-        if best is None or run[0] < best[0]:
-            best = run
-    return best
-
-
 @on_one_blas_thread
 def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, seed: int,
                    n_members: int, member_k: tuple[int, int],
@@ -383,9 +323,9 @@ def joint_ensemble(Xs: Sequence, metrics: Sequence[str], n_clusters: int, *, see
 
         def run(item: tuple) -> tuple[float, np.ndarray, np.ndarray]:
             columns, k, seeds = item
-            return _kmeans(Z if columns is None else Z[:, columns], k, seeds, n_jobs or 1,
-                           JOINT_SAMPLED_ROUNDS if short else JOINT_MAX_ITER,
-                           subsample_start=short)
+            return joint_kmeans(Z if columns is None else Z[:, columns], k, seeds, n_jobs or 1,
+                                JOINT_SAMPLED_ROUNDS if short else JOINT_MAX_ITER,
+                                subsample_start=short)
 
         runs = map_threads(run, work, n_jobs or 1)
         columns = [item[0] for item in work[1:]]

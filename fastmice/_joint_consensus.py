@@ -29,7 +29,8 @@ from fastmice._auto_k_graph import choose_n_clusters_joint
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
 from fastmice._consensus import ConsensusPartition, consensus_partition
-from fastmice._joint import JOINT_STREAM, JointSpace, _kmeans, fit_joint_space, joint_ensemble
+from fastmice._joint import JOINT_STREAM, JointSpace, fit_joint_space, joint_ensemble
+from fastmice._joint_kmeans import joint_kmeans
 from fastmice._joint_polish import polished_candidate
 from fastmice._joint_spectral import spectral_due, with_spectral_candidate
 from fastmice._parallel import map_threads
@@ -86,7 +87,7 @@ def null_share(Z, n_clusters: int, rng: np.random.Generator, n_jobs: int = 1) ->
     else:
         shuffled = rng.permuted(Z, axis=0)
     seed = int(rng.integers(np.iinfo(np.int32).max))
-    _, labels, _ = _kmeans(shuffled, min(n_clusters, Z.shape[0]), [seed], n_jobs, NULL_ROUNDS)
+    _, labels, _ = joint_kmeans(shuffled, min(n_clusters, Z.shape[0]), [seed], n_jobs, NULL_ROUNDS)
     return explained_share(shuffled, labels)
 
 

@@ -25,7 +25,9 @@ import scipy.sparse as sp
 from fastmice import _best, _joint
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
-from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, _kmeans, nearest_rows
+from fastmice._joint import JOINT_STREAM, JointEnsemble, JointSpace, nearest_rows
+from fastmice._joint_kmeans import inertia as joint_inertia
+from fastmice._joint_kmeans import joint_kmeans
 from fastmice._kmeans import lloyd_rounds
 from fastmice._parallel import map_threads
 from fastmice._rows import MatrixRows
@@ -116,7 +118,7 @@ def streamed_inertia(Xs: Sequence, space: JointSpace,
     def block(start: int) -> list[float]:
         rows = slice(start, start + _BLOCK_ROWS)
         Z = space.transform(Xs, rows)
-        return [_joint._inertia(Z, labels[rows], centers) for labels, centers in partitions]
+        return [joint_inertia(Z, labels[rows], centers) for labels, centers in partitions]
 
     parts = np.asarray(map_threads(block, range(0, Xs[0].shape[0], _BLOCK_ROWS), n_jobs))
     return np.array([np.sum(np.ascontiguousarray(column)) for column in parts.T])
@@ -137,14 +139,14 @@ def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.G
 
     def run(start: int | None) -> tuple[float, np.ndarray, np.ndarray]:
         if start is not None:
-            return _kmeans(Z, n_clusters, [start], 1, _joint.JOINT_MAX_ITER,
+            return joint_kmeans(Z, n_clusters, [start], 1, _joint.JOINT_MAX_ITER,
                            subsample_start=True)
         threads = 1 if seeds else n_jobs  # without starts beside it, it has every thread
         labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=threads),
                                        joint.centers,
                                        _joint.JOINT_MAX_ITER - _joint.JOINT_SAMPLED_ROUNDS,
                                        metric="sqeuclidean")
-        return _joint._inertia(Z, labels, centers, threads), labels, centers
+        return joint_inertia(Z, labels, centers, threads), labels, centers
 
     runs = map_threads(run, [None, *seeds], n_jobs)  # the candidate's rounds and the starts
     _, _, centers = min(runs, key=lambda run: run[0])  # the first of equal inertias
@@ -204,10 +206,10 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
             seeds = [int(rng.integers(np.iinfo(np.int32).max))
                      for _ in range(n_starts - _joint.JOINT_N_INIT)]
             Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
-            runs = map_threads(lambda start: _kmeans(Z, n_clusters, [start], 1,
+            runs = map_threads(lambda start: joint_kmeans(Z, n_clusters, [start], 1,
                                                      _joint.JOINT_MAX_ITER), seeds, n_jobs)
             inertia, labels, centers = min(runs, key=lambda run: run[0])  # first of equals
-            if inertia >= _joint._inertia(Z, joint.labels_, joint.centers, n_jobs):
+            if inertia >= joint_inertia(Z, joint.labels_, joint.centers, n_jobs):
                 return joint
         if weighted_agreement(labels, members, weights, n_jobs) < \
                 weighted_agreement(joint.labels_, members, weights, n_jobs):

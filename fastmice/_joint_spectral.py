@@ -28,7 +28,8 @@ from fastmice import _best
 from fastmice._auto_k_graph import GRAPH_SAMPLE, neighbour_graph
 from fastmice._best import weighted_agreement
 from fastmice._blas import on_one_blas_thread
-from fastmice._joint import JOINT_MAX_ITER, JOINT_STREAM, JointEnsemble, _kmeans
+from fastmice._joint import JOINT_MAX_ITER, JOINT_STREAM, JointEnsemble
+from fastmice._joint_kmeans import joint_kmeans
 from fastmice._kmeans import _centers
 from fastmice._lapack import top_eigenpairs
 from fastmice._rows import MatrixRows
@@ -80,7 +81,7 @@ def spectral_labels(Z, n_clusters: int, *, seed: int, n_jobs: int = 1) -> np.nda
     _, vectors = top_eigenpairs(W, n_clusters)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     U = np.ascontiguousarray(vectors / np.where(norms > 0, norms, 1), dtype=np.float32)
-    _, labels, _ = _kmeans(U, n_clusters, seeds[1:], n_jobs, JOINT_MAX_ITER)
+    _, labels, _ = joint_kmeans(U, n_clusters, seeds[1:], n_jobs, JOINT_MAX_ITER)
     return labels if len(np.unique(labels)) == n_clusters else None
 
 

@@ -399,7 +399,7 @@ def test_heavy_cuts_make_one_consensus_cut_and_a_short_joint_k_means():
     from fastmice import _joint
 
     calls = []
-    original = _joint._kmeans
+    original = _joint.joint_kmeans
 
     def recording(Z, n_clusters, seeds, n_jobs, max_iter, subsample_start=False):
         calls.append((len(seeds), max_iter, subsample_start))
@@ -408,7 +408,7 @@ def test_heavy_cuts_make_one_consensus_cut_and_a_short_joint_k_means():
     rng = np.random.default_rng(0)
     Xs = [rng.standard_normal((3_000, 4)), rng.standard_normal((3_000, 3))]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_joint, "_kmeans", recording)
+        patch.setattr(_joint, "joint_kmeans", recording)
         for k in (410, 40):  # 3,000 x 410^2 > 5e8: heavy; 3,000 x 40^2: not
             _joint.joint_ensemble(Xs, ["euclidean"] * 2, k, seed=0, n_members=0,
                                   member_k=(k, 2 * k), feature_ratio=(0.2, 0.8))

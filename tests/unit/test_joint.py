@@ -13,7 +13,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 import fastmice
-from fastmice import FastMICE, _best, _joint, _joint_consensus, _joint_polish
+from fastmice import FastMICE, _best, _joint, _joint_consensus, _joint_kmeans, _joint_polish
 from fastmice.metrics import clustering_scores
 
 families = load_benchmark("families")
@@ -145,8 +145,8 @@ def test_more_starts_replace_the_candidate_only_if_the_members_agree_as_well(mak
     fits = [polish(worse, members=truthful, n_starts=12, n_jobs=n_jobs) for n_jobs in (1, 2)]
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     assert _nmi(y, fits[0].labels_) > 0.9
-    assert _joint._inertia(Z, fits[0].labels_, fits[0].centers) < \
-        _joint._inertia(Z, scrambled, worse.centers)
+    assert _joint_kmeans.inertia(Z, fits[0].labels_, fits[0].centers) < \
+        _joint_kmeans.inertia(Z, scrambled, worse.centers)
     agreeing = np.column_stack([scrambled, scrambled])
     assert polish(worse, members=agreeing, n_starts=12) is worse
 
@@ -193,7 +193,7 @@ def test_on_a_sample_a_lower_inertia_over_every_sample_wins_whatever_the_members
         streamed = [_joint_polish.streamed_inertia(Xs, joint.space, [(labels, centers)],
                                                    n_jobs)[0] for n_jobs in (1, 2)]
         assert streamed[0] == streamed[1]
-        assert streamed[0] == pytest.approx(_joint._inertia(Z, labels, centers), rel=1e-6)
+        assert streamed[0] == pytest.approx(_joint_kmeans.inertia(Z, labels, centers), rel=1e-6)
 
 
 def test_on_a_sample_further_starts_leave_a_local_minimum_the_candidate_cannot(monkeypatch,
@@ -334,16 +334,17 @@ def test_on_more_samples_than_its_sample_it_fits_there_and_assigns_the_rest(monk
 
 
 def test_a_short_run_starts_from_a_subsample_drawn_from_its_seed(monkeypatch, make_blobs):
-    start = _joint._start_rows(20_000, 400, seed=3, subsample=True)
-    assert len(start) == _joint.JOINT_INIT_ROWS and np.all(np.diff(start) > 0)
-    np.testing.assert_array_equal(start, _joint._start_rows(20_000, 400, 3, True))
-    many = _joint.JOINT_INIT_ROWS // _joint.JOINT_INIT_PER_CLUSTER + 100  # clusters
-    assert len(_joint._start_rows(20_000, many, 3, True)) == _joint.JOINT_INIT_PER_CLUSTER * many
-    assert len(_joint._start_rows(20_000, 400, 3, False)) == 20_000
+    start = _joint_kmeans.start_rows(20_000, 400, seed=3, subsample=True)
+    assert len(start) == _joint_kmeans.JOINT_INIT_ROWS and np.all(np.diff(start) > 0)
+    np.testing.assert_array_equal(start, _joint_kmeans.start_rows(20_000, 400, 3, True))
+    per_cluster = _joint_kmeans.JOINT_INIT_PER_CLUSTER
+    many = _joint_kmeans.JOINT_INIT_ROWS // per_cluster + 100  # clusters
+    assert len(_joint_kmeans.start_rows(20_000, many, 3, True)) == per_cluster * many
+    assert len(_joint_kmeans.start_rows(20_000, 400, 3, False)) == 20_000
     Xs, y = make_blobs(n_samples=900, n_clusters=3, seed=5)
     monkeypatch.setattr(_joint, "JOINT_SAMPLE", 300)
     monkeypatch.setattr(_joint, "JOINT_PER_CLUSTER", 10)
-    monkeypatch.setattr(_joint, "JOINT_INIT_ROWS", 30)
+    monkeypatch.setattr(_joint_kmeans, "JOINT_INIT_ROWS", 30)
     fits = [_joint.joint_ensemble(Xs, ["euclidean"] * len(Xs), 3, seed=11, n_members=0,
                                   member_k=(3, 6), feature_ratio=(0.2, 0.8), n_jobs=n_jobs)
             for n_jobs in (1, 2)]
