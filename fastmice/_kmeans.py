@@ -14,6 +14,7 @@ On many rows the rounds may run on a uniform sample of them, then a few more on 
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -217,7 +218,7 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
 
     large = rows.n_rows * n_clusters >= _PARALLEL_WORK
     if not large and isinstance(rows, MatrixRows) and not sp.issparse(rows.X):
-        runs = _batched_replicates(rows, inits, max_iter)
+        runs = _batched_replicates(rows, inits, max_iter, n_jobs or os.cpu_count() or 1)
     else:
         workers = min(n_init, n_jobs or os.cpu_count() or 1) if large else 1
         runs = map_threads(replicate, inits, workers)
@@ -228,18 +229,20 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
     return best[1], best[2]
 
 
-def _batched_replicates(rows: MatrixRows, inits: list[np.ndarray], max_iter: int
-                        ) -> list[tuple[float, np.ndarray, np.ndarray]]:
+def _batched_replicates(rows: MatrixRows, inits: list[np.ndarray], max_iter: int,
+                        n_jobs: int) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """Each replicate's (sum of distances, labels, centres), the replicates' rounds side by
-    side (:func:`fastmice._lloyd_batch.batched_rounds`), as many at once as keep their
-    products within :data:`_BATCH_PRODUCTS` entries."""
-    at_once = max(1, _BATCH_PRODUCTS // (rows.n_rows * len(inits[0])))
-    runs = []
-    for first in range(0, len(inits), at_once):
-        for labels, centers in batched_rounds(rows.X, inits[first:first + at_once], max_iter,
-                                              rows.cosine):
-            runs.append((_sum_of_distances(rows, labels, centers), labels, centers))
-    return runs
+    side (:func:`fastmice._lloyd_batch.batched_rounds`): in at most ``n_jobs`` batches in
+    threads, each batch's products within :data:`_BATCH_PRODUCTS` entries."""
+    at_once = min(max(1, _BATCH_PRODUCTS // (rows.n_rows * len(inits[0]))),
+                  math.ceil(len(inits) / max(1, n_jobs)))
+
+    def batch(first: int) -> list[tuple[float, np.ndarray, np.ndarray]]:
+        return [(_sum_of_distances(rows, labels, centers), labels, centers) for labels, centers
+                in batched_rounds(rows.X, inits[first:first + at_once], max_iter, rows.cosine)]
+
+    batches = map_threads(batch, range(0, len(inits), at_once), n_jobs)
+    return [run for runs in batches for run in runs]
 
 
 def sampled_litekmeans(X, n_clusters: int, *, sample: np.ndarray | None,
