@@ -177,3 +177,19 @@ def test_labels_are_bit_identical_for_1_2_4_and_16_threads(scale_paths, monkeypa
         np.testing.assert_array_equal(fit.consensus_.partition.centers,
                                       fits[0].consensus_.partition.centers)
     assert len(np.unique(fits[0].labels_)) == 8
+
+
+def test_the_best_consensus_cuts_side_by_side_are_the_cuts_one_by_one():
+    # Few rows: the nine cuts (wide, then narrow) run in threads, one thread each.
+    from fastmice import _best_consensus, consensus_partition
+
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 6, 1200)
+    members = np.column_stack([np.where(rng.random(1200) < 0.3, rng.integers(0, 9, 1200),
+                                        truth * 9 // 6 + rng.integers(0, 2, 1200))
+                               for _ in range(12)])
+    assert _best_consensus.CUTS_THREADED_WORK > 1200 * 6
+    fits = [consensus_partition(members, 6, seed=7, n_jobs=n, mode="best") for n in THREADS]
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fit.labels_, fits[0].labels_)
+        np.testing.assert_array_equal(fit.partition.centers, fits[0].partition.centers)
