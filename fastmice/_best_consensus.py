@@ -55,21 +55,21 @@ def best_consensus(base_labels: np.ndarray, n_clusters: int, seed: int, max_iter
     small = base_labels.shape[0] * n_clusters < CUTS_THREADED_WORK
     inner_jobs = 1 if small else n_jobs
 
-    def cut(index: int) -> tuple:  # each cut on its own stream
+    def cut(index: int, threads: int = inner_jobs) -> tuple:  # each cut on its own stream
         stream = (CONSENSUS_STREAM,) if index == 0 else (CONSENSUS_STREAM, index)
         partition = partition_bipartite_graph(
             B, n_clusters, max_iter=max_iter, n_init=n_init, rng=group_rng(seed, *stream),
-            n_jobs=inner_jobs, sample_size=sample, kmeans_sample_size=kmeans_sample,
+            n_jobs=threads, sample_size=sample, kmeans_sample_size=kmeans_sample,
             full_rounds=full_rounds, n_vectors=widths[index], kmeans_init=kmeans_init,
             eigen_cache=eigen_cache, solve_vectors=max(widths))
-        score = _best.weighted_agreement(partition.labels_, base_labels, weights, inner_jobs) \
+        score = _best.weighted_agreement(partition.labels_, base_labels, weights, threads) \
             if len(widths) > 1 else 0.0
         return partition, score
 
-    # The first cut alone fills the eigen cache; the others then run side by side where the
-    # rows are few (a cut's row blocks are too short for threads to pay), else one by one
-    # with every thread on each.
-    cuts = [cut(0), *map_threads(cut, range(1, len(widths)), n_jobs if small else 1)]
+    # The first cut alone, on every thread, fills the eigen cache; the others then run side
+    # by side where the rows are few (a cut's row blocks are too short for threads to pay),
+    # else one by one with every thread on each.
+    cuts = [cut(0, n_jobs), *map_threads(cut, range(1, len(widths)), n_jobs if small else 1)]
     best, best_score, wide_score = None, -np.inf, -np.inf
     for width, (partition, score) in zip(widths, cuts, strict=True):
         if width >= widths[0]:
