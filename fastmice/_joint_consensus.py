@@ -32,7 +32,7 @@ from fastmice._consensus import ConsensusPartition, consensus_partition
 from fastmice._joint import JOINT_STREAM, JointSpace, fit_joint_space, joint_ensemble
 from fastmice._joint_kmeans import joint_kmeans
 from fastmice._joint_polish import polished_candidate
-from fastmice._joint_spectral import spectral_due, with_spectral_candidate
+from fastmice._joint_spectral import spectral_candidate, spectral_due, with_spectral_candidate
 from fastmice._parallel import map_threads
 from fastmice._params import AUTO, EnsembleParams
 from fastmice._specs import group_rng
@@ -251,7 +251,7 @@ def _joint_or_consensus(Xs: Sequence, found: ConsensusPartition, joint, members:
 
 
 def _spectral_part(Xs: Sequence, found: ConsensusPartition, joint, labels: np.ndarray,
-                   members: np.ndarray, *, seed: int, n_jobs: int):
+                   members: np.ndarray, *, seed: int, n_jobs: int, prepared: tuple | None):
     """The joint part holding the spectral candidate where it wins against ``labels``
     (:func:`fastmice._joint_spectral.with_spectral_candidate`), else None."""
     def heldout(candidate: np.ndarray, lead: float) -> bool:
@@ -260,7 +260,29 @@ def _spectral_part(Xs: Sequence, found: ConsensusPartition, joint, labels: np.nd
                                   seed=seed, n_jobs=n_jobs, margin=_best.CHOICES.joint_heldout)
 
     return with_spectral_candidate(joint, Xs, labels, members, found.member_weights,
-                                   seed=seed, n_jobs=n_jobs, heldout=heldout)
+                                   seed=seed, n_jobs=n_jobs, heldout=heldout, prepared=prepared)
+
+
+def _consensus_and_source(Xs: Sequence, members: np.ndarray, joint, params: EnsembleParams,
+                          choice, init: ConsensusPartition | None, *, seed: int,
+                          n_jobs: int) -> tuple:
+    """The best mode's consensus of ``members``, where its labels come from (``source``),
+    the joint part (polished where it wins) and the labels, before the spectral candidate."""
+    found = consensus_partition(members, params.n_clusters, seed=seed, n_jobs=n_jobs,
+                                init=init, mode="best")
+    found = found if choice is None else replace(found, k_choice=choice)
+    if init is not None:
+        source = init.source
+    elif not _best.CHOICES.joint_candidate or params.n_clusters == AUTO or \
+            found.n_clusters != joint.centers.shape[0]:
+        source = "consensus"  # (with "auto", the candidate was made for another k)
+    else:
+        source = _joint_or_consensus(Xs, found, joint, members, seed=seed, n_jobs=n_jobs)
+    if source == "joint" and init is None:
+        joint = polished_candidate(joint, Xs, members, found.member_weights, seed=seed,
+                                   n_starts=_best.CHOICES.joint_kept_starts, n_jobs=n_jobs)
+    labels = joint.labels_ if source in ("joint", "spectral") else found.labels_
+    return found, source, joint, labels
 
 
 def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: EnsembleParams, *,
@@ -312,23 +334,17 @@ def consensus_with_joint(Xs: Sequence, base_labels: np.ndarray, params: Ensemble
                                feature_ratio=params.feature_ratio, n_jobs=n_jobs,
                                space=space)
     members = np.hstack([base_labels, joint.member_labels_])
-    found = consensus_partition(members, params.n_clusters, seed=seed, n_jobs=n_jobs,
-                                init=init, mode="best")
-    found = found if choice is None else replace(found, k_choice=choice)
-    if init is not None:
-        source = init.source
-    elif not _best.CHOICES.joint_candidate or params.n_clusters == AUTO or \
-            found.n_clusters != joint.centers.shape[0]:
-        source = "consensus"  # (with "auto", the candidate was made for another k)
-    else:
-        source = _joint_or_consensus(Xs, found, joint, members, seed=seed, n_jobs=n_jobs)
-    if source == "joint" and init is None:
-        joint = polished_candidate(joint, Xs, members, found.member_weights, seed=seed,
-                                   n_starts=_best.CHOICES.joint_kept_starts, n_jobs=n_jobs)
-    labels = joint.labels_ if source in ("joint", "spectral") else found.labels_
+    # The spectral candidate depends on the joint space and the seed alone: where it may be
+    # tried, it is made beside the consensus and the choice of the labels' source.
+    tasks = [lambda: _consensus_and_source(Xs, members, joint, params, choice, init, seed=seed,
+                                           n_jobs=n_jobs)]
+    if init is None and spectral_due(n_samples, joint.centers.shape[0]):
+        tasks.append(lambda: spectral_candidate(joint, Xs, n_samples, seed=seed, n_jobs=n_jobs))
+    (found, source, joint, labels), *prepared = map_threads(lambda task: task(), tasks, n_jobs)
     if init is None and found.n_clusters == joint.centers.shape[0] and \
             spectral_due(n_samples, found.n_clusters):
-        spectral = _spectral_part(Xs, found, joint, labels, members, seed=seed, n_jobs=n_jobs)
+        spectral = _spectral_part(Xs, found, joint, labels, members, seed=seed, n_jobs=n_jobs,
+                                  prepared=prepared[0] if prepared else None)
         if spectral is not None:
             joint, source, labels = spectral, "spectral", spectral.labels_
     return replace(found, labels_=labels, joint=joint, source=source)

@@ -36,7 +36,8 @@ from fastmice._rows import MatrixRows
 from fastmice._specs import group_rng
 from fastmice._stages import stage
 
-__all__ = ["SPECTRAL_MAX_SAMPLES", "spectral_due", "spectral_labels", "with_spectral_candidate"]
+__all__ = ["SPECTRAL_MAX_SAMPLES", "spectral_candidate", "spectral_due", "spectral_labels",
+           "with_spectral_candidate"]
 
 #: Most samples the spectral candidate is tried on (a dense graph of every sample).
 SPECTRAL_MAX_SAMPLES = GRAPH_SAMPLE
@@ -85,9 +86,19 @@ def spectral_labels(Z, n_clusters: int, *, seed: int, n_jobs: int = 1) -> np.nda
     return labels if len(np.unique(labels)) == n_clusters else None
 
 
+def spectral_candidate(joint: JointEnsemble, Xs: Sequence, n_samples: int, *, seed: int,
+                       n_jobs: int = 1) -> tuple[np.ndarray, np.ndarray | None]:
+    """The joint rows of every sample, shape (n_samples, n_features), and their spectral
+    labels (:func:`spectral_labels`; None where a cluster is left empty)."""
+    with stage("joint"):
+        Z = joint.space.transform(Xs, np.arange(n_samples))
+        return Z, spectral_labels(Z, joint.centers.shape[0], seed=seed, n_jobs=n_jobs)
+
+
 def with_spectral_candidate(joint: JointEnsemble, Xs: Sequence, labels: np.ndarray,
                             members: np.ndarray, weights: np.ndarray, *, seed: int,
-                            n_jobs: int = 1, heldout=None) -> JointEnsemble | None:
+                            n_jobs: int = 1, heldout=None,
+                            prepared: tuple | None = None) -> JointEnsemble | None:
     """The joint part holding the spectral candidate, if it agrees better with the weighted
     members than ``labels`` do (or ``heldout(candidate, lead)`` says so, ``lead`` the
     labels' lead in agreement); else None.
@@ -104,13 +115,15 @@ def with_spectral_candidate(joint: JointEnsemble, Xs: Sequence, labels: np.ndarr
     seed : int
     n_jobs : int, default=1
         Threads; the result does not depend on it.
+    prepared : tuple, optional
+        What :func:`spectral_candidate` gives for ``joint`` (made beforehand).
     """
     n_clusters = joint.centers.shape[0]
+    Z, candidate = prepared if prepared is not None else \
+        spectral_candidate(joint, Xs, len(labels), seed=seed, n_jobs=n_jobs)
+    if candidate is None:
+        return None
     with stage("joint"):
-        Z = joint.space.transform(Xs, np.arange(len(labels)))
-        candidate = spectral_labels(Z, n_clusters, seed=seed, n_jobs=n_jobs)
-        if candidate is None:
-            return None
         lead = weighted_agreement(labels, members, weights, n_jobs) - \
             weighted_agreement(candidate, members, weights, n_jobs)
         if lead >= 0 and not (heldout is not None and heldout(candidate, lead)):

@@ -47,10 +47,12 @@ def test_spectral_clustering_keeps_small_clusters_that_the_consensus_blurs(small
 
 
 def test_the_spectral_labels_are_the_same_in_threads(small_clusters):
+    # In threads the candidate is made beside the consensus and the choice of its source.
     Xs, _ = small_clusters
-    one = FastMICE(12, mode="best", random_state=3, n_jobs=1).fit_predict(Xs)
-    two = FastMICE(12, mode="best", random_state=3, n_jobs=2).fit_predict(Xs)
-    np.testing.assert_array_equal(one, two)
+    fits = [FastMICE(12, mode="best", random_state=3, n_jobs=n).fit(Xs) for n in (1, 2, 4)]
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fit.labels_, fits[0].labels_)
+        assert fit.consensus_.source == fits[0].consensus_.source
 
 
 def test_the_candidate_replaces_the_labels_only_where_it_agrees_better(small_clusters):
@@ -66,6 +68,12 @@ def test_the_candidate_replaces_the_labels_only_where_it_agrees_better(small_clu
     noise = np.random.default_rng(0).integers(0, 12, len(fitted.labels_))
     kept = offered(noise)
     assert kept is not None
+    prepared = _joint_spectral.spectral_candidate(consensus.joint, Xs, len(noise), seed=0)
+    made_before = _joint_spectral.with_spectral_candidate(
+        consensus.joint, Xs, noise, members, consensus.member_weights, seed=0,
+        prepared=prepared)
+    np.testing.assert_array_equal(made_before.labels_, kept.labels_)
+    np.testing.assert_array_equal(made_before.centers, kept.centers)
     assert offered(kept.labels_) is None  # as good, not better: the labels stay
     assert kept.centers.shape == consensus.joint.centers.shape
 
