@@ -140,7 +140,7 @@ def _continued(joint: JointEnsemble, Xs: Sequence, sample: int, rng: np.random.G
     def run(start: int | None) -> tuple[float, np.ndarray, np.ndarray]:
         if start is not None:
             return joint_kmeans(Z, n_clusters, [start], 1, _joint.JOINT_MAX_ITER,
-                           subsample_start=True)
+                                subsample_start=True)
         threads = 1 if seeds else n_jobs  # without starts beside it, it has every thread
         labels, centers = lloyd_rounds(MatrixRows(Z, cosine=False, n_jobs=threads),
                                        joint.centers,
@@ -207,7 +207,7 @@ def polished_candidate(joint: JointEnsemble, Xs: Sequence, members: np.ndarray,
                      for _ in range(n_starts - _joint.JOINT_N_INIT)]
             Z = _joint._joint_rows(joint.space, Xs, np.arange(n_samples), n_jobs)
             runs = map_threads(lambda start: joint_kmeans(Z, n_clusters, [start], 1,
-                                                     _joint.JOINT_MAX_ITER), seeds, n_jobs)
+                                                          _joint.JOINT_MAX_ITER), seeds, n_jobs)
             inertia, labels, centers = min(runs, key=lambda run: run[0])  # first of equals
             if inertia >= joint_inertia(Z, joint.labels_, joint.centers, n_jobs):
                 return joint

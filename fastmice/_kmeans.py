@@ -22,7 +22,7 @@ import scipy.sparse as sp
 
 from fastmice._lloyd_batch import batched_rounds
 from fastmice._parallel import map_blocks, map_threads
-from fastmice._rows import MatrixRows, Rows, TransferRows, repair_labels
+from fastmice._rows import MatrixRows, Rows, TransferRows, cluster_means, repair_labels
 
 __all__ = ["kmeans_plusplus_indices", "litekmeans", "lloyd_rounds", "sampled_litekmeans"]
 
@@ -36,13 +36,8 @@ _BATCH_PRODUCTS = 2**22
 
 def _centers(rows: Rows, labels: np.ndarray, n_clusters: int) -> np.ndarray:
     """Mean of the members of each cluster (unit-normalised for cosine); empty clusters get 0."""
-    centers = rows.center_sums(labels, n_clusters)
-    counts = np.bincount(labels, minlength=n_clusters).astype(centers.dtype)
-    centers /= np.maximum(counts, 1)[:, None]
-    if rows.cosine:
-        norms = np.sqrt(np.einsum("ij,ij->i", centers, centers))
-        centers /= np.where(norms > 0, norms, 1)[:, None]
-    return centers
+    return cluster_means(rows.center_sums(labels, n_clusters),
+                         np.bincount(labels, minlength=n_clusters), rows.cosine)
 
 
 def _repair(rows: Rows, labels: np.ndarray, val: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -217,11 +212,11 @@ def litekmeans(X, n_clusters: int, *, metric: str = "sqeuclidean", max_iter: int
         return _sum_of_distances(rows, labels, centers), labels, centers
 
     large = rows.n_rows * n_clusters >= _PARALLEL_WORK
+    threads = n_jobs or os.cpu_count() or 1
     if not large and isinstance(rows, MatrixRows) and not sp.issparse(rows.X):
-        runs = _batched_replicates(rows, inits, max_iter, n_jobs or os.cpu_count() or 1)
+        runs = _batched_replicates(rows, inits, max_iter, threads)
     else:
-        workers = min(n_init, n_jobs or os.cpu_count() or 1) if large else 1
-        runs = map_threads(replicate, inits, workers)
+        runs = map_threads(replicate, inits, min(n_init, threads) if large else 1)
     best = runs[0]
     for run in runs[1:]:  # the first of equal totals wins, as in a sequential loop
         if run[0] < best[0]:

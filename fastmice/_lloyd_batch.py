@@ -1,9 +1,9 @@
 """litekmeans' rounds from several starts at once, over the same dense rows.
 
-A k-means of a few thousand rows into some clusters (the consensus cuts' on small data, the
-joint candidate's) spends most of a round on numpy's per-call cost, not on arithmetic, and
-holds the interpreter while it does, so its replicates gain little from threads. Here every
-start still running shares each step: one sort for all their centre sums, one product of a
+A k-means of a few thousand rows into some clusters (the consensus cuts' on small data)
+spends most of a round on numpy's per-call cost, not on arithmetic, and holds the
+interpreter while it does, so its replicates gain little from threads. Here every start
+still running shares each step: one sort for all their centre sums, one product of a
 cluster indicator with the rows, one argmax. Every number is the one a start computes alone
 (:func:`fastmice._kmeans.lloyd_rounds`): its products with the rows are its own product, and
 each centre sums its rows in row order (tested against one start at a time).
@@ -12,9 +12,8 @@ each centre sums its rows in row order (tested against one start at a time).
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
-from fastmice._rows import repair_labels, row_sq_norms, stable_order
+from fastmice._rows import cluster_indicator, cluster_means, repair_labels, row_sq_norms
 
 __all__ = ["batched_rounds"]
 
@@ -41,18 +40,8 @@ def _centers(X: np.ndarray, labels: np.ndarray, n_clusters: int, cosine: bool
     product with the indicator of all of them."""
     n_starts, n_rows = labels.shape
     keys = (labels + n_clusters * np.arange(n_starts)[:, None]).ravel()
-    counts = np.bincount(keys, minlength=n_starts * n_clusters)
-    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    indicator = sp.csr_matrix(
-        (np.ones(len(keys), dtype=X.dtype), stable_order(keys, len(counts)) % n_rows, indptr),
-        shape=(len(counts), n_rows))
-    centers = np.asarray(indicator @ X)
-    centers /= np.maximum(counts.astype(centers.dtype), 1)[:, None]
-    if cosine:
-        norms = np.sqrt(np.einsum("ij,ij->i", centers, centers))
-        centers /= np.where(norms > 0, norms, 1)[:, None]
-    return centers
+    indicator = cluster_indicator(keys, n_starts * n_clusters, n_rows, X.dtype)
+    return cluster_means(np.asarray(indicator @ X), np.diff(indicator.indptr), cosine)
 
 
 def batched_rounds(X: np.ndarray, inits: list[np.ndarray], max_iter: int, cosine: bool

@@ -16,7 +16,8 @@ import scipy.sparse as sp
 
 from fastmice._parallel import BLOCK_ROWS, by_column_parts, map_blocks
 
-__all__ = ["MatrixRows", "Rows", "TransferRows", "repair_labels", "row_sq_norms", "stable_order"]
+__all__ = ["MatrixRows", "Rows", "TransferRows", "cluster_indicator", "cluster_means",
+           "repair_labels", "row_sq_norms", "stable_order"]
 
 #: Most columns for which TransferRows forms U U^T to get its row norms.
 _GRAM_MAX = 4096
@@ -49,6 +50,29 @@ def stable_order(labels: np.ndarray, n_labels: int) -> np.ndarray:
     if n_labels <= np.iinfo(np.uint16).max + 1:
         labels = labels.astype(np.uint16)
     return np.argsort(labels, kind="stable")
+
+
+def cluster_indicator(keys: np.ndarray, n_keys: int, n_rows: int, dtype) -> sp.csr_matrix:
+    """The 0/1 matrix of shape (n_keys, n_rows) whose product with rows sums, for each key,
+    the rows ``i % n_rows`` of its positions ``i`` in ``keys``, in position order.
+
+    ``keys`` of length ``n_rows`` are one clustering's labels; of length ``s * n_rows``,
+    ``s`` clusterings' labels, each offset by its own multiple of its number of clusters.
+    """
+    indptr = np.zeros(n_keys + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n_keys), out=indptr[1:])
+    return sp.csr_matrix((np.ones(len(keys), dtype=dtype), stable_order(keys, n_keys) % n_rows,
+                          indptr), shape=(n_keys, n_rows))
+
+
+def cluster_means(sums: np.ndarray, counts: np.ndarray, cosine: bool) -> np.ndarray:
+    """Per-cluster sums divided by the clusters' sizes (an empty cluster's stays 0), and
+    unit-normalised for cosine; in place, returned."""
+    sums /= np.maximum(counts.astype(sums.dtype), 1)[:, None]
+    if cosine:
+        norms = np.sqrt(np.einsum("ij,ij->i", sums, sums))
+        sums /= np.where(norms > 0, norms, 1)[:, None]
+    return sums
 
 
 def repair_labels(labels: np.ndarray, badness: np.ndarray, n_clusters: int) -> np.ndarray:
@@ -148,11 +172,7 @@ class MatrixRows:
             sums = np.zeros((n_clusters, X.shape[1]), dtype=X.dtype)
             np.add.at(sums, labels, X)
             return sums
-        indptr = np.zeros(n_clusters + 1, dtype=np.int64)
-        np.cumsum(np.bincount(labels, minlength=n_clusters), out=indptr[1:])
-        indicator = sp.csr_matrix(
-            (np.ones(self.n_rows, dtype=X.dtype), stable_order(labels, n_clusters), indptr),
-            shape=(n_clusters, self.n_rows))
+        indicator = cluster_indicator(labels, n_clusters, self.n_rows, X.dtype)
         # By parts of the columns in threads: every entry is the same sum in the same order.
         return by_column_parts(lambda part: np.asarray(indicator @ X[:, part]), X.shape[1],
                                self.n_jobs)
