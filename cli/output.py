@@ -209,7 +209,8 @@ def run_text(summary: dict[str, Any]) -> str:
         f"{summary['n_views']} views",
         *_work_lines(summary),
         *([f"k auto     chose {summary['n_clusters']} of {len(summary['k_candidates'])} "
-           "candidates (eigengap x ln(k)^1.5 at each scale); best first (k, score): "
+           f"candidates by {summary.get('k_rule', 'an eigengap score')}; best first (k, "
+           "score): "
            + ", ".join(f"{k} ({score:.3f})" for k, score in summary["k_candidates"][:10])]
           if summary.get("k_candidates") else []),
         *_ids_line(summary.get("relabel")),

@@ -42,9 +42,12 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-__all__ = ["AUTO_BASE_CAP", "AUTO_SAMPLE", "KChoice", "auto_base_clusters",
+__all__ = ["AUTO_BASE_CAP", "AUTO_SAMPLE", "CONSENSUS_RULE", "KChoice", "auto_base_clusters",
            "auto_base_k_top", "auto_reference_k", "choose_n_clusters"]
 
+#: What :func:`choose_n_clusters` scores, in words (printed and reported with its choice).
+CONSENSUS_RULE = ("the eigengap after the k-th eigenvalue of the consensus graph of the base "
+                  "clusterings with more than k clusters, times ln(k)^1.5")
 #: The largest k a base clustering of an auto ensemble draws (the cost grows with it).
 AUTO_BASE_CAP = 400
 #: Samples the cluster-side graphs are estimated on, at most.
@@ -117,14 +120,16 @@ class KChoice:
     candidates : ndarray of shape (n_candidates,)
         Every k considered, ascending: ``2 .. k_max``.
     scores : ndarray of shape (n_candidates,)
-        The score of each candidate: ``(l_k - l_(k+1)) * ln(k) ** 1.5`` of the consensus
-        graph of the base clusterings with more than k clusters (consensus artifacts keep
-        them as ``k_gaps``).
+        The score of each candidate (consensus artifacts keep them as ``k_gaps``).
+    rule : str or None
+        What the scores are, in words (:data:`CONSENSUS_RULE` here; the best mode's
+        :data:`fastmice._auto_k_graph.JOINT_RULE`); None for a choice stored without it.
     """
 
     n_clusters: int
     candidates: np.ndarray
     scores: np.ndarray
+    rule: str | None = None
 
     @property
     def gaps(self) -> np.ndarray:
@@ -215,4 +220,4 @@ def choose_n_clusters(base_labels: np.ndarray, *, seed: int) -> KChoice:
         keep = np.flatnonzero(member_k[member] >= level)
         values = _leading_eigenvalues(sp.csr_matrix(W[keep][:, keep]), int(ks[-1]) + 1)
         scores[ks - 2] = (values[ks - 1] - values[ks]) * np.log(ks) ** GAP_POWER
-    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores)
+    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores, CONSENSUS_RULE)

@@ -39,7 +39,7 @@ from fastmice._auto_k import KChoice
 from fastmice._blas import on_one_blas_thread
 from fastmice._joint import JointSpace, fit_joint_space
 
-__all__ = ["GRAPH_SAMPLE", "choose_n_clusters_joint", "graph_eigengap_choice",
+__all__ = ["GRAPH_SAMPLE", "JOINT_RULE", "choose_n_clusters_joint", "graph_eigengap_choice",
            "neighbour_graph"]
 
 #: Rows of the joint space the graph is built on, at most (a dense eigenproblem of this
@@ -53,6 +53,10 @@ GRAPH_NEIGHBOURS = 10
 GAP_POWER = 0.5
 #: Candidates run up to ``ceil(n_rows / MAX_K_DIVISOR)``.
 MAX_K_DIVISOR = 10
+#: What :func:`choose_n_clusters_joint` scores, in words (printed and reported with its choice).
+JOINT_RULE = (f"the eigengap after the k-th eigenvalue of the {GRAPH_NEIGHBOURS}-nearest-neighbour "
+              f"graph of the joint space (at most {GRAPH_SAMPLE:,} rows), times "
+              f"ln(k)^{GAP_POWER}")
 #: The sample's stream under the root seed (a sub-stream of the consensus stream, 1).
 _SAMPLE_STREAM = (1, 2)
 
@@ -123,7 +127,7 @@ def graph_eigengap_choice(Z, seed: int) -> KChoice:
     values = _graph_spectrum(Z, k_max + 1, seed)
     candidates = np.arange(2, k_max + 1)
     scores = (values[candidates - 1] - values[candidates]) * np.log(candidates) ** GAP_POWER
-    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores)
+    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores, JOINT_RULE)
 
 
 @on_one_blas_thread
@@ -153,7 +157,7 @@ def choose_n_clusters_joint(Xs: Sequence, metrics: Sequence[str], *, seed: int,
     rows = np.arange(n_samples) if n_samples <= GRAPH_SAMPLE else \
         np.sort(rng.choice(n_samples, GRAPH_SAMPLE, replace=False))
     if len(rows) < 4:
-        return KChoice(2, np.array([2]), np.zeros(1))
+        return KChoice(2, np.array([2]), np.zeros(1), JOINT_RULE)
     space = fit_joint_space(Xs, metrics, n_jobs) if space is None else space
     return graph_eigengap_choice(space.transform(Xs, rows),
                                  int(rng.integers(np.iinfo(np.int32).max)))

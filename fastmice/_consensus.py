@@ -193,6 +193,8 @@ class ConsensusPartition:
         if self.k_choice is not None:
             arrays.update(k_chosen=np.asarray(self.k_choice.n_clusters),
                           k_candidates=self.k_choice.candidates, k_gaps=self.k_choice.gaps)
+            if self.k_choice.rule is not None:
+                arrays["k_rule"] = np.asarray(self.k_choice.rule)
         if self.member_weights is not None:
             arrays["member_weights"] = self.member_weights
         if self.joint is not None:
@@ -208,7 +210,8 @@ class ConsensusPartition:
         choice = None
         if "k_chosen" in arrays:
             choice = KChoice(int(arrays["k_chosen"]), np.asarray(arrays["k_candidates"]),
-                             np.asarray(arrays["k_gaps"]))
+                             np.asarray(arrays["k_gaps"]),
+                             str(arrays["k_rule"]) if "k_rule" in arrays else None)
         weights = arrays.get("member_weights")
         joint = None
         if "joint_labels" in arrays:

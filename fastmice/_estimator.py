@@ -157,8 +157,10 @@ class FastMICE(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int or "auto"
         Number of clusters k. With ``"auto"``, base clusterings spread their k over
-        ``[2, clip(N / 4, 15, 400)]`` and k is the candidate with the largest eigengap of the
-        consensus graph of the base clusterings finer than it, weighted by ``ln(k) ** 1.5``
+        ``[2, clip(N / 4, 15, 400)]`` and k is the candidate with the largest eigengap, weighted
+        by ``ln(k) ** 0.5``, of a 10-nearest-neighbour graph of a sample of the joint space in
+        the best mode (:mod:`fastmice._auto_k_graph`), or, weighted by ``ln(k) ** 1.5``, of
+        the consensus graph of the base clusterings finer than it in the paper mode
         (:mod:`fastmice._auto_k`).
     n_groups : int, default=20
         Number of view groups M (= base clusterings).
@@ -203,7 +205,8 @@ default=None
     n_clusters_ : int
         The number of clusters of ``labels_`` (``n_clusters``, or the one chosen).
     k_candidates_ : list of (int, float) or None
-        With ``n_clusters="auto"``: every candidate k with its eigengap, best first.
+        With ``n_clusters="auto"``: every candidate k with its score, best first (what the
+        score is: ``consensus_.k_choice.rule``).
     root_seed_ : int
         Root seed drawn from ``random_state`` (``EnsembleParams.root_seed``).
     n_views_ : int

@@ -200,9 +200,8 @@ def _k_section(run: _Run) -> Section | None:
     return Section("Choosing k",
                    f"k was chosen from the data: {choice.n_clusters}, the best of "
                    f"{len(choice.candidates)} candidates (2 to {int(choice.candidates[-1])}). "
-                   "The score of a candidate k is the eigengap after the k-th eigenvalue of "
-                   "the consensus graph of the base clusterings with more than k clusters, "
-                   "times ln(k)^1.5 (fastmice/_auto_k.py). The ten best:",
+                   f"The score of a candidate k is {choice.rule or 'an eigengap score'} "
+                   "(docs/quality.md, \"Choosing k\"). The ten best:",
                    figures.k_scores(choice.candidates, choice.scores, choice.n_clusters),
                    [["k", "score"]] + [[str(k), f"{score:.4f}"] for k, score in ranked])
 

@@ -171,12 +171,14 @@ def _parent_labels(store: Any, run_id: str) -> tuple[np.ndarray, np.ndarray] | N
 
 def _k_of(consensus: Any) -> dict[str, Any]:
     """When the consensus chose k (``n_clusters="auto"``): the run's ``n_clusters`` and its
-    ``k_candidates`` (``[[k, eigengap], ...]``, best first); else nothing."""
+    ``k_candidates`` (``[[k, score], ...]``, best first) and ``k_rule`` (what the score
+    is, in words; absent for a consensus stored without it); else nothing."""
     if "k_chosen" not in consensus:
         return {}
     choice = fastmice.ConsensusPartition.from_arrays(consensus).k_choice
+    rule = {} if choice.rule is None else {"k_rule": choice.rule}
     return {"n_clusters": choice.n_clusters,
-            "k_candidates": [list(pair) for pair in choice.ranked()]}
+            "k_candidates": [list(pair) for pair in choice.ranked()], **rule}
 
 
 def _store_labels(store: Any, record: dict[str, Any], data: dict[str, Any], *,

@@ -23,7 +23,7 @@ SUMMARY_KEYS = ("run_id", "kind", "parent_run", "dataset", "n_samples", "n_views
                 "n_clusters", "n_groups", "groups_computed", "groups_reused", "group_work",
                 "consensus_work", "work",
                 "seconds", "timings", "stages", "labels_path", "scores", "relabel", "store",
-                "k_candidates")
+                "k_candidates", "k_rule")
 
 
 def read_run(store: Any, run_id: str) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def new_run_id(store: Any, dataset: str, run_name: str | None = None) -> str:
 def run_summary(record: dict[str, Any]) -> dict[str, Any]:
     """The summary of a run record (its keys in :data:`SUMMARY_KEYS`; scores only if known)."""
     summary = {k: record.get(k) for k in SUMMARY_KEYS}
-    for key in ("scores", "k_candidates"):
+    for key in ("scores", "k_candidates", "k_rule"):
         if summary[key] is None:
             del summary[key]
     return summary

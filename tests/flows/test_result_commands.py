@@ -16,6 +16,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from cli.main import main
+from fastmice._auto_k_graph import JOINT_RULE
 from pipeline.keys import RUN
 from storage import open_store
 
@@ -206,12 +207,14 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     common = ["--groups", M, "--anchors", ANCHORS, "--seed", SEED, "--store", store_dir]
     done = _cli(["cluster", tmp_path / "nolabels", "--run-name", "auto", *common], prefect_api)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "candidates (eigengap x ln(k)^1.5 at each scale); best first (k, score): 4 (" \
-        in done.stdout and "k auto     chose 4 of " in done.stdout
+    assert "-nearest-neighbour graph of the joint space" in done.stdout  # the best mode's
+    assert "times ln(k)^0.5; best first (k, score): 4 (" in done.stdout
+    assert "k auto     chose 4 of " in done.stdout
     store = open_store(store_dir)
     record = store.read_record(RUN, "auto")
     assert record["params"]["n_clusters"] == "auto" and record["n_clusters"] == 4
     assert record["k_candidates"][0][0] == 4 and len(record["k_candidates"]) >= 10
+    assert record["k_rule"] == JOINT_RULE
     model = fastmice.FastMICE("auto", n_groups=M, n_anchors=ANCHORS, random_state=SEED,
                               mode="best").fit(Xs)  # the command line's mode
     labels = store.get(record["labels"]).column("label").to_numpy()
@@ -222,12 +225,14 @@ def test_k_auto_through_the_command_line(prefect_api, tmp_path, blobs):
     report = build_report(store, "auto", full=False)
     section = next(s for s in report.sections if s.title == "Choosing k")
     assert section.figure.startswith("<svg") and section.table[1][0] == "4"
+    assert JOINT_RULE in section.caption
     # The same command again reuses everything (the keys hold "auto", a content key).
     again = _cli(["cluster", tmp_path / "nolabels", "--k", "auto", "--json", *common],
                  prefect_api)
     summary = json.loads(again.stdout)
     assert (summary["groups_computed"], summary["n_clusters"]) == (0, 4)
     assert summary["k_candidates"] == record["k_candidates"]
+    assert summary["k_rule"] == JOINT_RULE
     # label works on an auto run too.
     out = tmp_path / "l.npy"
     assert _cli(["label", "auto", tmp_path / "nolabels", "--out", out, "--store",

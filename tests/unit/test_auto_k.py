@@ -10,6 +10,7 @@ import pytest
 from fastmice import ConsensusPartition, EnsembleParams, FastMICE, consensus_partition
 from fastmice._auto_k import (
     AUTO_BASE_CAP,
+    CONSENSUS_RULE,
     auto_base_clusters,
     auto_base_k_top,
     auto_reference_k,
@@ -155,6 +156,21 @@ def test_the_report_draws_the_score_against_k():
     section = _k_section(SimpleNamespace(consensus=consensus))
     assert section.title == "Choosing k" and section.figure.startswith("<svg")
     assert section.table[1] == ["4", f"{consensus.k_choice.ranked(1)[0][1]:.4f}"]
+    assert CONSENSUS_RULE in section.caption  # the rule that made the scores, in words
     assert len(section.table) == 1 + min(10, len(consensus.k_choice.candidates))
     given = consensus_partition(base, 4, seed=1)
     assert _k_section(SimpleNamespace(consensus=given)) is None
+
+
+def test_the_choice_keeps_its_rule_and_a_stored_one_without_it_reads_back():
+    rng = np.random.default_rng(0)
+    truth = np.repeat(np.arange(4), 50)
+    base = np.column_stack([truth * 3 + rng.integers(0, 3, truth.size) for _ in range(8)])
+    consensus = consensus_partition(base, "auto", seed=1)
+    assert consensus.k_choice.rule == CONSENSUS_RULE
+    arrays = consensus.to_arrays()
+    read = ConsensusPartition.from_arrays(arrays).k_choice
+    assert read.rule == CONSENSUS_RULE and read.ranked() == consensus.k_choice.ranked()
+    older = {k: v for k, v in arrays.items() if k != "k_rule"}  # stored before the rule was
+    read = ConsensusPartition.from_arrays(older).k_choice
+    assert read.rule is None and read.ranked() == consensus.k_choice.ranked()

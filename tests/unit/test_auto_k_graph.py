@@ -7,6 +7,7 @@ import pytest
 from fastmice import FastMICE
 from fastmice._auto_k_graph import (
     GRAPH_SAMPLE,
+    JOINT_RULE,
     choose_n_clusters_joint,
     graph_eigengap_choice,
 )
@@ -24,6 +25,7 @@ def test_many_small_clusters_are_found(n_samples, k):
     model = FastMICE("auto", mode="best", random_state=0).fit(Xs)
     assert model.n_clusters_ == k
     assert model.k_candidates_[0][0] == k
+    assert model.consensus_.k_choice.rule == JOINT_RULE  # what is printed and reported
     assert clustering_scores(y, model.labels_)["nmi"] > 0.9
     assert np.unique(model.labels_).size == k
 
