@@ -214,6 +214,24 @@ def column_graph_eigenvectors(B: sp.csr_matrix, k: int, *, rng: np.random.Genera
     return d_inv_sqrt[:, None] * vectors
 
 
+def _permuted_lower(X: np.ndarray) -> np.ndarray:
+    """``P L`` of ``X = P L U``: ``scipy.linalg.lu(X, permute_l=True)[0]``, bit for bit, from
+    ``lu_factor`` (the same LAPACK ``getrf``), which releases the GIL where ``lu`` holds it.
+
+    X : (m, n) float64 with m >= n; returns (m, n).
+    """
+    factors, swaps = scipy.linalg.lu_factor(X, check_finite=False)
+    n = X.shape[1]
+    lower = np.tril(factors, -1)
+    lower[np.arange(n), np.arange(n)] = 1.0
+    rows = np.arange(X.shape[0])
+    for i, j in enumerate(swaps):  # the row interchanges, in order
+        rows[i], rows[j] = rows[j], rows[i]
+    out = np.empty(lower.shape)  # C order, as lu's (the later products' rounding follows it)
+    out[rows] = lower
+    return out
+
+
 def _subspace_top(A: sp.csr_matrix, k: int, rng: np.random.Generator,
                   n_jobs: int) -> np.ndarray:
     """Leading ``k`` eigenvectors of ``A^T A`` by block subspace iteration and Rayleigh-Ritz.
@@ -261,7 +279,7 @@ def _subspace_top(A: sp.csr_matrix, k: int, rng: np.random.Generator,
     # scikit-learn's randomized_range_finder does); one QR at the end.
     basis = rng.standard_normal((n, width))
     for _ in range(_ROUNDS):
-        basis, _ = scipy.linalg.lu(gram_times(basis), permute_l=True, check_finite=False)
+        basis = _permuted_lower(gram_times(basis))
     basis, _ = scipy.linalg.qr(gram_times(basis), mode="economic", check_finite=False)
     # The Rayleigh-Ritz products by fixed parts (columns of the one, rows of the other) in
     # threads: each entry is computed as in the whole product.

@@ -1,5 +1,6 @@
 """The small-data paths: kernel-form hybrid selection, the GIL-free eigensolver and its
-fallback, single-precision graph steps. Each against the computation it replaces."""
+fallback, the subspace iteration's LU by ``lu_factor`` (GIL-free), single-precision graph
+steps. Each against the computation it replaces."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import fastmice._lapack as lapack
 from fastmice import EnsembleParams, build_group_graph, draw_view_groups
 from fastmice._anchors import fit_anchor_index
 from fastmice._blas import single_threaded_blas
+from fastmice._eigen import _permuted_lower
 from fastmice._gram import anchors_by_gram, gram_litekmeans, gram_pays, mean_operator
 from fastmice._kmeans import litekmeans
 
@@ -119,6 +121,18 @@ def test_gil_free_eigensolver_lets_other_threads_run():
     # Holding the GIL, the counting thread would get at most a switch interval's worth of
     # ticks; without it, it counts the whole time (hundreds of thousands).
     assert during > 10_000
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (30, 30), (500, 60), (3000, 440)])
+def test_subspace_lu_is_scipys_permuted_lu_bit_for_bit(shape):
+    X = np.random.default_rng(shape[0]).standard_normal(shape)
+    X[:, -1] = X[:, 0]  # a singular column: getrf's zero pivot is kept, as in lu's
+    with single_threaded_blas():  # as in a fit (getrf's result depends on its threads)
+        expected = scipy.linalg.lu(X, permute_l=True, check_finite=False)[0]
+        lower = _permuted_lower(X.copy())
+    np.testing.assert_array_equal(lower, expected)
+    # The same memory order: the products that follow round as they did.
+    assert lower.flags.c_contiguous == expected.flags.c_contiguous
 
 
 def test_eigensolver_falls_back_when_mrrr_finds_too_few(monkeypatch):
