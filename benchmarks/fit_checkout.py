@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--k", type=int, default=400)
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--mode", choices=("paper", "best"),
+                        help="the estimator's mode (default: its default)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(args.checkout.resolve()))
     import numpy as np
@@ -42,10 +44,12 @@ def main(argv: list[str] | None = None) -> None:
     Xs = [np.load(path) for path in views]
     truth = np.load(args.data / "labels.npy")
     cpu, wall = time.process_time(), time.perf_counter()
-    labels = fastmice.FastMICE(args.k, random_state=0, n_jobs=args.n_jobs).fit(Xs).labels_
+    mode = {} if args.mode is None else {"mode": args.mode}
+    labels = fastmice.FastMICE(args.k, random_state=0, n_jobs=args.n_jobs, **mode).fit(Xs).labels_
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(json.dumps({
         "checkout": str(args.checkout), "code_version": fastmice.CODE_VERSION,
+        "n_jobs": args.n_jobs, "mode": args.mode or "default",
         "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
         "busy": round(cpu / wall / args.n_jobs, 3),
         "nmi": round(float(normalized_mutual_info_score(truth, labels)), 4),
