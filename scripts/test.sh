@@ -2,7 +2,7 @@
 # Set up .venv and run the whole test suite (plus the linter). Used as-is by CI (.ci/run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-echo "scripts/test.sh: linter and the whole suite: about 15 minutes on 2 cores (more under load)" >&2
+echo "scripts/test.sh: linter and the whole suite: about 30 minutes on 2 cores (more under load)" >&2
 bash scripts/setup.sh || exit 1
 # Headless Chromium opens the HTML run report in the tests (tests/report/). Installed where
 # the platform allows (root with apt-get: CI, these machines); elsewhere that test is skipped
