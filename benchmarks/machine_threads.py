@@ -39,11 +39,10 @@ MIB = 2**20
 def _weak(work: Callable[[int], float], threads: int) -> float:
     """Wall seconds for ``threads`` threads each running ``work(i)`` once, started together."""
     start = threading.Barrier(threads + 1)
-    done: list[float] = []
 
     def run(i: int) -> None:
         start.wait()
-        done.append(work(i))
+        work(i)
 
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for thread in pool:

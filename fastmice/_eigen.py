@@ -221,9 +221,8 @@ def _permuted_lower(X: np.ndarray) -> np.ndarray:
     X : (m, n) float64 with m >= n; returns (m, n).
     """
     factors, swaps = scipy.linalg.lu_factor(X, check_finite=False)
-    n = X.shape[1]
     lower = np.tril(factors, -1)
-    lower[np.arange(n), np.arange(n)] = 1.0
+    np.fill_diagonal(lower, 1.0)
     rows = np.arange(X.shape[0])
     for i, j in enumerate(swaps):  # the row interchanges, in order
         rows[i], rows[j] = rows[j], rows[i]
