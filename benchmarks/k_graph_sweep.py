@@ -6,17 +6,25 @@ round (docs/quality.md, "Choosing k"):
   candidates to n / 10): the chosen k of every set of a part of ``benchmarks/k_auto.py``
   and how many are within ``max(1, k / 5)`` of the truth;
 * ``rows``: the same rule on 2,000, 4,000 and every row of chosen sets (candidates to
-  n / 10 of the rows used), with its CPU seconds.
+  n / 10 of the rows used), with its CPU seconds;
+* ``witnesses`` (the sixth round): the library's graph against two other graphs of the same
+  2,000-row sample, the rule otherwise the same: ``local``, weights ``exp(-d^2 / (s_i s_j))``
+  with ``s_i`` the distance to a row's 7th neighbour (self-tuning spectral clustering's
+  local scale, for clusters of unequal spread and size); ``views``, the mean of each view's
+  own normalised neighbour graph (a view that sees the clusters is not diluted by the
+  others' features); ``both``, the mean of the library's and ``views``.
 
 Usage, from the repository root::
 
     python benchmarks/k_graph_sweep.py neighbours design --grid 5,7,10,15,20
     python benchmarks/k_graph_sweep.py rows gen:d:400:b,gen:d:400:s
+    python benchmarks/k_graph_sweep.py witnesses design
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -25,6 +33,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -72,6 +82,67 @@ def rows(names: list[str]) -> None:
                   f"{time.process_time() - started:.1f} CPU s", flush=True)
 
 
+def _local_graph(Z, seed: int) -> np.ndarray:
+    """The library's neighbour graph (:func:`fastmice._auto_k_graph.neighbour_graph`: the
+    same reduction, neighbours and normalisation) with each pair's weight
+    ``exp(-d^2 / (s_i s_j))``, ``s_i`` the distance to row i's 7th neighbour."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.neighbors import NearestNeighbors
+
+    n_rows = Z.shape[0]
+    if Z.shape[1] > graph.GRAPH_DIMS and n_rows > graph.GRAPH_DIMS:
+        Z = TruncatedSVD(graph.GRAPH_DIMS, algorithm="randomized", n_iter=4,
+                         random_state=seed).fit_transform(Z)
+    Z = sp.csr_matrix(Z, dtype=np.float64) if sp.issparse(Z) else np.asarray(Z, np.float64)
+    count = min(graph.GRAPH_NEIGHBOURS, n_rows - 1)
+    with threadpool_limits(limits=1, user_api="openmp"):
+        distances, indices = NearestNeighbors(n_neighbors=count).fit(Z).kneighbors()
+    local = distances[:, min(7, count) - 1] + 1e-12
+    weights = np.exp(-distances**2 / (local[:, None] * local[indices]))
+    W = sp.csr_matrix((weights.ravel() + 1e-12, indices.ravel(),
+                       np.arange(0, n_rows * count + 1, count)), shape=(n_rows, n_rows))
+    W = (W + W.T).toarray()
+    scale = 1.0 / np.sqrt(W.sum(axis=1))
+    return W * scale[:, None] * scale[None, :]
+
+
+def _eigengap_k(W: np.ndarray) -> int:
+    """The library's score on the graph ``W`` (its candidates, ``ln(k)^0.5``)."""
+    saved = graph.neighbour_graph
+    graph.neighbour_graph = lambda Z, seed: W
+    try:
+        return graph.graph_eigengap_choice(np.zeros((W.shape[0], 1)), 0).n_clusters
+    finally:
+        graph.neighbour_graph = saved
+
+
+def witnesses(part: str) -> None:
+    names, kinds = k_auto.parts()[part], ("library", "local", "views", "both")
+    hits = dict.fromkeys(kinds, 0)
+    for name in names:
+        Xs, y = k_auto.load_set(name)[:2]
+        k, n_samples = len(np.unique(y)), len(y)
+        space = fit_joint_space(Xs, resolve_metrics(Xs, "auto", "best"), 2)
+        rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=graph._SAMPLE_STREAM))
+        rows = np.arange(n_samples) if n_samples <= graph.GRAPH_SAMPLE else \
+            np.sort(rng.choice(n_samples, graph.GRAPH_SAMPLE, replace=False))
+        seed = int(rng.integers(np.iinfo(np.int32).max))
+        Z = space.transform(Xs, rows)
+        edges = np.cumsum([0] + [X.shape[1] for X in Xs])
+        by_columns = sp.csc_matrix(Z) if sp.issparse(Z) else Z
+        library = graph.neighbour_graph(Z, seed)
+        views = sum(graph.neighbour_graph(by_columns[:, a:b], seed)
+                    for a, b in itertools.pairwise(edges)) / len(Xs)
+        chosen = dict(zip(kinds, map(_eigengap_k, (library, _local_graph(Z, seed), views,
+                                                    (library + views) / 2)), strict=True))
+        for kind, c in chosen.items():
+            hits[kind] += k_auto.near(c, k)
+        print(f"{name:14s} k={k:3d} " + " ".join(
+            f"{kind}:{c}{'' if k_auto.near(c, k) else 'x'}" for kind, c in chosen.items()),
+            flush=True)
+    print(" ".join(f"{kind}: {h} of {len(names)}" for kind, h in hits.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -80,9 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     sweep.add_argument("--grid", default="5,7,10,15,20")
     sized = sub.add_parser("rows")
     sized.add_argument("sets")
+    sub.add_parser("witnesses").add_argument("part", choices=("design", "confirmation", "fresh"))
     args = parser.parse_args(argv)
     if args.command == "neighbours":
         neighbours(args.part, [int(g) for g in args.grid.split(",")])
+    elif args.command == "witnesses":
+        witnesses(args.part)
     else:
         rows(args.sets.split(","))
     return 0
