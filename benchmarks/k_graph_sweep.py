@@ -12,13 +12,18 @@ round (docs/quality.md, "Choosing k"):
   with ``s_i`` the distance to a row's 7th neighbour (self-tuning spectral clustering's
   local scale, for clusters of unequal spread and size); ``views``, the mean of each view's
   own normalised neighbour graph (a view that sees the clusters is not diluted by the
-  others' features); ``both``, the mean of the library's and ``views``.
+  others' features); ``both``, the mean of the library's and ``views``;
+* ``criteria``: the textbook internal criteria on the same sample, for comparison: k-means
+  (scikit-learn, one start) of the sample's rows (reduced to 256 singular directions where
+  wider) at every k from 2 to 20, then every 15 % up to the library's largest candidate,
+  and the k of the best silhouette, Calinski-Harabasz or Davies-Bouldin score.
 
 Usage, from the repository root::
 
     python benchmarks/k_graph_sweep.py neighbours design --grid 5,7,10,15,20
     python benchmarks/k_graph_sweep.py rows gen:d:400:b,gen:d:400:s
     python benchmarks/k_graph_sweep.py witnesses design
+    python benchmarks/k_graph_sweep.py criteria design
 """
 
 from __future__ import annotations
@@ -116,18 +121,58 @@ def _eigengap_k(W: np.ndarray) -> int:
         graph.neighbour_graph = saved
 
 
+def _sample(Xs: list, n_samples: int) -> tuple:
+    """The library's sample of joint rows (the sweep's root seed 0) and its SVD seed."""
+    space = fit_joint_space(Xs, resolve_metrics(Xs, "auto", "best"), 2)
+    rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=graph._SAMPLE_STREAM))
+    rows = np.arange(n_samples) if n_samples <= graph.GRAPH_SAMPLE else \
+        np.sort(rng.choice(n_samples, graph.GRAPH_SAMPLE, replace=False))
+    return space.transform(Xs, rows), int(rng.integers(np.iinfo(np.int32).max))
+
+
+def criteria(part: str) -> None:
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.metrics import (
+        calinski_harabasz_score,
+        davies_bouldin_score,
+        silhouette_score,
+    )
+
+    scores = {"silhouette": silhouette_score, "calinski-harabasz": calinski_harabasz_score,
+              "davies-bouldin": lambda Z, labels: -davies_bouldin_score(Z, labels)}
+    names, hits = k_auto.parts()[part], dict.fromkeys(scores, 0)
+    for name in names:
+        Xs, y = k_auto.load_set(name)[:2]
+        k = len(np.unique(y))
+        Z, _ = _sample(Xs, len(y))
+        if Z.shape[1] > graph.GRAPH_DIMS and Z.shape[0] > graph.GRAPH_DIMS:
+            Z = TruncatedSVD(graph.GRAPH_DIMS, random_state=0).fit_transform(Z)
+        Z = np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=np.float64)
+        k_max = max(2, min(int(np.ceil(Z.shape[0] / graph.MAX_K_DIVISOR)), Z.shape[0] - 2))
+        grid = sorted({*range(2, min(21, k_max + 1)),
+                       *(round(20 * 1.15**i) for i in range(60) if 20 * 1.15**i <= k_max)})
+        table = {score: [] for score in scores}
+        for count in grid:
+            labels = KMeans(count, n_init=1, max_iter=50, random_state=0).fit_predict(Z)
+            for score, f in scores.items():
+                table[score].append(f(Z, labels))
+        chosen = {score: grid[int(np.argmax(v))] for score, v in table.items()}
+        for score, c in chosen.items():
+            hits[score] += k_auto.near(c, k)
+        print(f"{name:14s} k={k:3d} " + " ".join(
+            f"{score}:{c}{'' if k_auto.near(c, k) else 'x'}" for score, c in chosen.items()),
+            flush=True)
+    print(" ".join(f"{score}: {h} of {len(names)}" for score, h in hits.items()))
+
+
 def witnesses(part: str) -> None:
     names, kinds = k_auto.parts()[part], ("library", "local", "views", "both")
     hits = dict.fromkeys(kinds, 0)
     for name in names:
         Xs, y = k_auto.load_set(name)[:2]
-        k, n_samples = len(np.unique(y)), len(y)
-        space = fit_joint_space(Xs, resolve_metrics(Xs, "auto", "best"), 2)
-        rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=graph._SAMPLE_STREAM))
-        rows = np.arange(n_samples) if n_samples <= graph.GRAPH_SAMPLE else \
-            np.sort(rng.choice(n_samples, graph.GRAPH_SAMPLE, replace=False))
-        seed = int(rng.integers(np.iinfo(np.int32).max))
-        Z = space.transform(Xs, rows)
+        k = len(np.unique(y))
+        Z, seed = _sample(Xs, len(y))
         edges = np.cumsum([0] + [X.shape[1] for X in Xs])
         by_columns = sp.csc_matrix(Z) if sp.issparse(Z) else Z
         library = graph.neighbour_graph(Z, seed)
@@ -151,12 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     sweep.add_argument("--grid", default="5,7,10,15,20")
     sized = sub.add_parser("rows")
     sized.add_argument("sets")
-    sub.add_parser("witnesses").add_argument("part", choices=("design", "confirmation", "fresh"))
+    for command in ("witnesses", "criteria"):
+        sub.add_parser(command).add_argument("part", choices=("design", "confirmation", "fresh"))
     args = parser.parse_args(argv)
     if args.command == "neighbours":
         neighbours(args.part, [int(g) for g in args.grid.split(",")])
-    elif args.command == "witnesses":
-        witnesses(args.part)
+    elif args.command in ("witnesses", "criteria"):
+        {"witnesses": witnesses, "criteria": criteria}[args.command](args.part)
     else:
         rows(args.sets.split(","))
     return 0
