@@ -100,7 +100,7 @@ def _numba_product():
     import numba
 
     @numba.njit(nogil=True, boundscheck=False)
-    def product_into(indptr, indices, data, G, start, out):  # pragma: no cover (compiled)
+    def product_into(indptr, indices, data, G, start, out):
         for r in range(out.shape[0]):
             row = out[r]
             row[:] = 0
