@@ -130,6 +130,14 @@ def _sample(Xs: list, n_samples: int) -> tuple:
     return space.transform(Xs, rows), int(rng.integers(np.iinfo(np.int32).max))
 
 
+def _tally(name: str, k: int, chosen: dict[str, int], hits: dict[str, int]) -> None:
+    """Count and print each way's chosen k for one set (x: not within max(1, k / 5))."""
+    for way, c in chosen.items():
+        hits[way] += k_auto.near(c, k)
+    print(f"{name:14s} k={k:3d} " + " ".join(
+        f"{way}:{c}{'' if k_auto.near(c, k) else 'x'}" for way, c in chosen.items()), flush=True)
+
+
 def criteria(part: str) -> None:
     from sklearn.cluster import KMeans
     from sklearn.decomposition import TruncatedSVD
@@ -157,12 +165,7 @@ def criteria(part: str) -> None:
             labels = KMeans(count, n_init=1, max_iter=50, random_state=0).fit_predict(Z)
             for score, f in scores.items():
                 table[score].append(f(Z, labels))
-        chosen = {score: grid[int(np.argmax(v))] for score, v in table.items()}
-        for score, c in chosen.items():
-            hits[score] += k_auto.near(c, k)
-        print(f"{name:14s} k={k:3d} " + " ".join(
-            f"{score}:{c}{'' if k_auto.near(c, k) else 'x'}" for score, c in chosen.items()),
-            flush=True)
+        _tally(name, k, {score: grid[int(np.argmax(v))] for score, v in table.items()}, hits)
     print(" ".join(f"{score}: {h} of {len(names)}" for score, h in hits.items()))
 
 
@@ -180,11 +183,7 @@ def witnesses(part: str) -> None:
                     for a, b in itertools.pairwise(edges)) / len(Xs)
         chosen = dict(zip(kinds, map(_eigengap_k, (library, _local_graph(Z, seed), views,
                                                     (library + views) / 2)), strict=True))
-        for kind, c in chosen.items():
-            hits[kind] += k_auto.near(c, k)
-        print(f"{name:14s} k={k:3d} " + " ".join(
-            f"{kind}:{c}{'' if k_auto.near(c, k) else 'x'}" for kind, c in chosen.items()),
-            flush=True)
+        _tally(name, k, chosen, hits)
     print(" ".join(f"{kind}: {h} of {len(names)}" for kind, h in hits.items()))
 
 
