@@ -14,8 +14,8 @@ round (docs/quality.md, "Choosing k"):
   own normalised neighbour graph (a view that sees the clusters is not diluted by the
   others' features); ``both``, the mean of the library's and ``views``;
 * ``criteria``: the textbook internal criteria on the same sample, for comparison: k-means
-  (scikit-learn, one start) of the sample's rows (reduced to 256 singular directions where
-  wider) at every k from 2 to 20, then every 15 % up to the library's largest candidate,
+  (scikit-learn, one start) of the sample's rows (reduced as the library's graph reduces them)
+  at every k from 2 to 20, then every 15 % up to the library's largest candidate,
   and the k of the best silhouette, Calinski-Harabasz or Davies-Bouldin score.
 
 Usage, from the repository root::
@@ -39,7 +39,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -88,46 +87,19 @@ def rows(names: list[str]) -> None:
 
 
 def _local_graph(Z, seed: int) -> np.ndarray:
-    """The library's neighbour graph (:func:`fastmice._auto_k_graph.neighbour_graph`: the
-    same reduction, neighbours and normalisation) with each pair's weight
-    ``exp(-d^2 / (s_i s_j))``, ``s_i`` the distance to row i's 7th neighbour."""
-    from sklearn.decomposition import TruncatedSVD
-    from sklearn.neighbors import NearestNeighbors
-
-    n_rows = Z.shape[0]
-    if Z.shape[1] > graph.GRAPH_DIMS and n_rows > graph.GRAPH_DIMS:
-        Z = TruncatedSVD(graph.GRAPH_DIMS, algorithm="randomized", n_iter=4,
-                         random_state=seed).fit_transform(Z)
-    Z = sp.csr_matrix(Z, dtype=np.float64) if sp.issparse(Z) else np.asarray(Z, np.float64)
-    count = min(graph.GRAPH_NEIGHBOURS, n_rows - 1)
-    with threadpool_limits(limits=1, user_api="openmp"):
-        distances, indices = NearestNeighbors(n_neighbors=count).fit(Z).kneighbors()
-    local = distances[:, min(7, count) - 1] + 1e-12
-    weights = np.exp(-distances**2 / (local[:, None] * local[indices]))
-    W = sp.csr_matrix((weights.ravel() + 1e-12, indices.ravel(),
-                       np.arange(0, n_rows * count + 1, count)), shape=(n_rows, n_rows))
-    W = (W + W.T).toarray()
-    scale = 1.0 / np.sqrt(W.sum(axis=1))
-    return W * scale[:, None] * scale[None, :]
-
-
-def _eigengap_k(W: np.ndarray) -> int:
-    """The library's score on the graph ``W`` (its candidates, ``ln(k)^0.5``)."""
-    saved = graph.neighbour_graph
-    graph.neighbour_graph = lambda Z, seed: W
-    try:
-        return graph.graph_eigengap_choice(np.zeros((W.shape[0], 1)), 0).n_clusters
-    finally:
-        graph.neighbour_graph = saved
+    """The library's neighbour graph with each pair's weight ``exp(-d^2 / (s_i s_j))``,
+    ``s_i`` the distance to row i's 7th neighbour (the same rows, neighbours and
+    normalisation)."""
+    distances, indices = graph.nearest_rows(graph.reduced_rows(Z, seed))
+    local = distances[:, min(7, distances.shape[1]) - 1] + 1e-12
+    return graph.normalised_graph(np.exp(-distances**2 / (local[:, None] * local[indices])),
+                                  indices)
 
 
 def _sample(Xs: list, n_samples: int) -> tuple:
     """The library's sample of joint rows (the sweep's root seed 0) and its SVD seed."""
-    space = fit_joint_space(Xs, resolve_metrics(Xs, "auto", "best"), 2)
-    rng = np.random.default_rng(np.random.SeedSequence(0, spawn_key=graph._SAMPLE_STREAM))
-    rows = np.arange(n_samples) if n_samples <= graph.GRAPH_SAMPLE else \
-        np.sort(rng.choice(n_samples, graph.GRAPH_SAMPLE, replace=False))
-    return space.transform(Xs, rows), int(rng.integers(np.iinfo(np.int32).max))
+    rows, seed = graph.sampled_rows(n_samples, 0)
+    return fit_joint_space(Xs, resolve_metrics(Xs, "auto", "best"), 2).transform(Xs, rows), seed
 
 
 def _tally(name: str, k: int, chosen: dict[str, int], hits: dict[str, int]) -> None:
@@ -140,7 +112,6 @@ def _tally(name: str, k: int, chosen: dict[str, int], hits: dict[str, int]) -> N
 
 def criteria(part: str) -> None:
     from sklearn.cluster import KMeans
-    from sklearn.decomposition import TruncatedSVD
     from sklearn.metrics import (
         calinski_harabasz_score,
         davies_bouldin_score,
@@ -153,10 +124,8 @@ def criteria(part: str) -> None:
     for name in names:
         Xs, y = k_auto.load_set(name)[:2]
         k = len(np.unique(y))
-        Z, _ = _sample(Xs, len(y))
-        if Z.shape[1] > graph.GRAPH_DIMS and Z.shape[0] > graph.GRAPH_DIMS:
-            Z = TruncatedSVD(graph.GRAPH_DIMS, random_state=0).fit_transform(Z)
-        Z = np.asarray(Z.toarray() if sp.issparse(Z) else Z, dtype=np.float64)
+        Z = graph.reduced_rows(*_sample(Xs, len(y)))
+        Z = Z.toarray() if sp.issparse(Z) else Z
         k_max = max(2, min(int(np.ceil(Z.shape[0] / graph.MAX_K_DIVISOR)), Z.shape[0] - 2))
         grid = sorted({*range(2, min(21, k_max + 1)),
                        *(round(20 * 1.15**i) for i in range(60) if 20 * 1.15**i <= k_max)})
@@ -181,8 +150,8 @@ def witnesses(part: str) -> None:
         library = graph.neighbour_graph(Z, seed)
         views = sum(graph.neighbour_graph(by_columns[:, a:b], seed)
                     for a, b in itertools.pairwise(edges)) / len(Xs)
-        chosen = dict(zip(kinds, map(_eigengap_k, (library, _local_graph(Z, seed), views,
-                                                    (library + views) / 2)), strict=True))
+        chosen = {kind: graph.eigengap_choice(W).n_clusters for kind, W in zip(
+            kinds, (library, _local_graph(Z, seed), views, (library + views) / 2), strict=True)}
         _tally(name, k, chosen, hits)
     print(" ".join(f"{kind}: {h} of {len(names)}" for kind, h in hits.items()))
 

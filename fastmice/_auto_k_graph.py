@@ -39,8 +39,9 @@ from fastmice._auto_k import KChoice
 from fastmice._blas import on_one_blas_thread
 from fastmice._joint import JointSpace, fit_joint_space
 
-__all__ = ["GRAPH_SAMPLE", "JOINT_RULE", "choose_n_clusters_joint", "graph_eigengap_choice",
-           "neighbour_graph"]
+__all__ = ["GRAPH_SAMPLE", "JOINT_RULE", "choose_n_clusters_joint", "eigengap_choice",
+           "graph_eigengap_choice", "nearest_rows", "neighbour_graph", "normalised_graph",
+           "reduced_rows", "sampled_rows"]
 
 #: Rows of the joint space the graph is built on, at most (a dense eigenproblem of this
 #: size: about 0.8 s on one core).
@@ -61,31 +62,39 @@ JOINT_RULE = (f"the eigengap after the k-th eigenvalue of the {GRAPH_NEIGHBOURS}
 _SAMPLE_STREAM = (1, 2)
 
 
-def neighbour_graph(Z, seed: int, reduce: bool = True) -> np.ndarray:
-    """The normalised neighbour graph ``D^-1/2 W D^-1/2`` of the rows of ``Z`` (shape
-    (n_rows, n_features), dense or CSR): dense, shape (n_rows, n_rows), symmetric (see the
-    module docstring, steps 1-2; ``reduce=False``: the neighbours by the rows' own
-    distances, without the SVD)."""
+def reduced_rows(Z, seed: int, reduce: bool = True):
+    """The rows of ``Z`` (shape (n_rows, n_features), dense or CSR) as the graph's
+    neighbours are searched in: float64, reduced to their :data:`GRAPH_DIMS` leading singular
+    directions (randomised SVD seeded with ``seed``) where wider and more (``reduce=False``:
+    as they are)."""
     from sklearn.decomposition import TruncatedSVD
-    from sklearn.neighbors import NearestNeighbors
 
-    n_rows = Z.shape[0]
     # (fewer rows than GRAPH_DIMS span fewer directions: the SVD would keep every distance)
-    if reduce and Z.shape[1] > GRAPH_DIMS and n_rows > GRAPH_DIMS:
+    if reduce and Z.shape[1] > GRAPH_DIMS and Z.shape[0] > GRAPH_DIMS:
         Z = TruncatedSVD(GRAPH_DIMS, algorithm="randomized", n_iter=4,
                          random_state=seed).fit_transform(Z)
-    Z = sp.csr_matrix(Z, dtype=np.float64) if sp.issparse(Z) else \
+    return sp.csr_matrix(Z, dtype=np.float64) if sp.issparse(Z) else \
         np.asarray(Z, dtype=np.float64)
-    neighbours = min(GRAPH_NEIGHBOURS, n_rows - 1)
+
+
+def nearest_rows(Z) -> tuple[np.ndarray, np.ndarray]:
+    """Distances and indices, each of shape (n_rows, m), of every row's ``m`` nearest other
+    rows of ``Z``, ``m = min(GRAPH_NEIGHBOURS, n_rows - 1)``."""
+    from sklearn.neighbors import NearestNeighbors
+
     # One OpenMP thread: scikit-learn's search merges per-thread heaps on few rows, which
     # could order equal distances (duplicate rows) by the machine's number of cores.
     with threadpool_limits(limits=1, user_api="openmp"):
-        distances, indices = NearestNeighbors(n_neighbors=neighbours).fit(Z).kneighbors()
-    width = float(np.mean(distances))
-    weights = np.exp(-distances**2 / (2 * width**2)) if width > 0 else np.ones_like(distances)
+        return NearestNeighbors(n_neighbors=min(GRAPH_NEIGHBOURS, Z.shape[0] - 1)
+                                ).fit(Z).kneighbors()
+
+
+def normalised_graph(weights: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """``D^-1/2 W D^-1/2`` of the symmetrised graph whose row i links to ``indices[i]``
+    with ``weights[i]`` (both of shape (n_rows, m)): dense, shape (n_rows, n_rows)."""
+    n_rows, m = indices.shape
     W = sp.csr_matrix((weights.ravel() + 1e-12, indices.ravel(),
-                       np.arange(0, n_rows * neighbours + 1, neighbours)),
-                      shape=(n_rows, n_rows))
+                       np.arange(0, n_rows * m + 1, m)), shape=(n_rows, n_rows))
     W = (W + W.T).toarray()
     scale = 1.0 / np.sqrt(W.sum(axis=1))
     W *= scale[:, None]
@@ -93,17 +102,31 @@ def neighbour_graph(Z, seed: int, reduce: bool = True) -> np.ndarray:
     return W
 
 
-def _graph_spectrum(Z: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """The ``count`` largest eigenvalues of the normalised neighbour graph of the rows of
-    ``Z`` (shape (n_rows, n_features), dense or CSR), largest first."""
-    W = neighbour_graph(Z, seed)
+def neighbour_graph(Z, seed: int, reduce: bool = True) -> np.ndarray:
+    """The normalised neighbour graph ``D^-1/2 W D^-1/2`` of the rows of ``Z`` (shape
+    (n_rows, n_features), dense or CSR): dense, shape (n_rows, n_rows), symmetric (see the
+    module docstring, steps 1-2; ``reduce=False``: the neighbours by the rows' own
+    distances, without the SVD)."""
+    distances, indices = nearest_rows(reduced_rows(Z, seed, reduce))
+    width = float(np.mean(distances))
+    weights = np.exp(-distances**2 / (2 * width**2)) if width > 0 else np.ones_like(distances)
+    return normalised_graph(weights, indices)
+
+
+def eigengap_choice(W: np.ndarray) -> KChoice:
+    """k by the eigengap of the normalised graph ``W`` (shape (n_rows, n_rows), n_rows >=
+    4): candidates ``2 .. max(2, ceil(n_rows / 10))`` (at most ``n_rows - 2``), scored
+    ``(l_k - l_(k+1)) * ln(k) ** GAP_POWER``."""
     n_rows = W.shape[0]
-    count = min(count, n_rows)
+    k_max = max(2, min(math.ceil(n_rows / MAX_K_DIVISOR), n_rows - 2))
+    count = min(k_max + 1, n_rows)
     # Single precision: 2.7x faster than double on one core, and the gaps that decide are
     # far above its rounding (1e-7 of the eigenvalues, which are at most 1).
     values = scipy.linalg.eigh(W.astype(np.float32), subset_by_index=[n_rows - count, n_rows - 1],
-                               eigvals_only=True, driver="evr")
-    return values[::-1].astype(np.float64)
+                               eigvals_only=True, driver="evr")[::-1].astype(np.float64)
+    candidates = np.arange(2, k_max + 1)
+    scores = (values[candidates - 1] - values[candidates]) * np.log(candidates) ** GAP_POWER
+    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores, JOINT_RULE)
 
 
 def graph_eigengap_choice(Z, seed: int) -> KChoice:
@@ -122,12 +145,16 @@ def graph_eigengap_choice(Z, seed: int) -> KChoice:
         Candidates ``2 .. max(2, ceil(n_rows / 10))`` (at most ``n_rows - 2``) and their
         scores.
     """
-    n_rows = Z.shape[0]
-    k_max = max(2, min(math.ceil(n_rows / MAX_K_DIVISOR), n_rows - 2))
-    values = _graph_spectrum(Z, k_max + 1, seed)
-    candidates = np.arange(2, k_max + 1)
-    scores = (values[candidates - 1] - values[candidates]) * np.log(candidates) ** GAP_POWER
-    return KChoice(int(candidates[np.argmax(scores)]), candidates, scores, JOINT_RULE)
+    return eigengap_choice(neighbour_graph(Z, seed))
+
+
+def sampled_rows(n_samples: int, seed: int) -> tuple[np.ndarray, int]:
+    """The rows the graph is built on (every row, or a uniform sample of
+    :data:`GRAPH_SAMPLE`, sorted) and the seed of their SVD, both from the root seed."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_SAMPLE_STREAM))
+    rows = np.arange(n_samples) if n_samples <= GRAPH_SAMPLE else \
+        np.sort(rng.choice(n_samples, GRAPH_SAMPLE, replace=False))
+    return rows, int(rng.integers(np.iinfo(np.int32).max))
 
 
 @on_one_blas_thread
@@ -152,12 +179,8 @@ def choose_n_clusters_joint(Xs: Sequence, metrics: Sequence[str], *, seed: int,
     -------
     choice : KChoice
     """
-    n_samples = Xs[0].shape[0]
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_SAMPLE_STREAM))
-    rows = np.arange(n_samples) if n_samples <= GRAPH_SAMPLE else \
-        np.sort(rng.choice(n_samples, GRAPH_SAMPLE, replace=False))
+    rows, svd_seed = sampled_rows(Xs[0].shape[0], seed)
     if len(rows) < 4:
         return KChoice(2, np.array([2]), np.zeros(1), JOINT_RULE)
     space = fit_joint_space(Xs, metrics, n_jobs) if space is None else space
-    return graph_eigengap_choice(space.transform(Xs, rows),
-                                 int(rng.integers(np.iinfo(np.int32).max)))
+    return graph_eigengap_choice(space.transform(Xs, rows), svd_seed)
